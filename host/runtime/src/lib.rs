@@ -1,0 +1,1 @@
+//! Sandboxed wasmtime runtime for syncweave plugins.

@@ -1,0 +1,452 @@
+//! Command-line surface. `sync` and `init` accept the upstream api-syncagent
+//! and init-agent flags with the same names, meanings and defaults, so a
+//! provider can swap binaries without touching manifests or Helm values.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "syncweave",
+    version = crate::version::VERSION,
+    about = "WebAssembly-pluggable sync runtime for kcp",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Publish service-cluster APIs into kcp and sync objects (the api-syncagent role).
+    Sync(SyncArgs),
+    /// Initialize new kcp workspaces from InitTargets (the init-agent role).
+    Init(InitArgs),
+    /// Build, inspect and test Wasm plugins.
+    #[command(subcommand)]
+    Plugin(crate::plugin_cmd::PluginCommand),
+    /// Print version information.
+    Version,
+}
+
+/// Log output format, as upstream: `JSON` (default) or `Console`, any case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub enum LogFormat {
+    #[value(name = "JSON", alias = "json", alias = "Json")]
+    Json,
+    #[value(name = "Console", alias = "console", alias = "CONSOLE")]
+    Console,
+}
+
+/// Flags shared by both agent roles.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// Path to the kubeconfig of the cluster the agent runs against. Falls back
+    /// to $KUBECONFIG, the in-cluster config and ~/.kube/config.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Use a Lease so that only one replica is active.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_go_bool)]
+    pub enable_leader_election: bool,
+
+    /// Address for Prometheus metrics (/metrics); "0" disables it.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8085", value_parser = parse_address)]
+    pub metrics_address: Address,
+
+    /// Address for /healthz and /readyz; empty or "0" disables it.
+    #[arg(long, value_name = "ADDR", default_value = "", value_parser = parse_address)]
+    pub health_address: Address,
+
+    /// Enable debug logging.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true", value_parser = parse_go_bool)]
+    pub log_debug: bool,
+
+    /// Log format: JSON or Console.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "JSON",
+        ignore_case = true
+    )]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SyncArgs {
+    /// Kubeconfig for kcp. Its server URL must point at the workspace that
+    /// holds the APIExportEndpointSlice (…/clusters/<workspace>).
+    #[arg(long, value_name = "PATH")]
+    pub kcp_kubeconfig: Option<PathBuf>,
+
+    /// Namespace on the service cluster for the agent's own state (required).
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
+
+    /// Name of this agent (DNS-1035); defaults to "<apiexportendpointslice-ref>-syncagent".
+    #[arg(long, value_name = "NAME")]
+    pub agent_name: Option<String>,
+
+    /// Name of the APIExportEndpointSlice in kcp to serve (required).
+    #[arg(long, value_name = "NAME")]
+    pub apiexportendpointslice_ref: Option<String>,
+
+    /// Only handle PublishedResources matching this label selector.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub published_resource_selector: String,
+
+    /// Override the server of the kcp kubeconfig (e.g. when kcp advertises an
+    /// address the agent cannot reach).
+    #[arg(long, value_name = "URL")]
+    pub kubeconfig_host_override: Option<String>,
+
+    /// Override the CA file of the kcp kubeconfig.
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig_ca_file_override: Option<PathBuf>,
+
+    /// Comma-separated controllers to disable: apiexport, apiresourceschema, sync.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub disabled_controllers: Vec<String>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct InitArgs {
+    /// Workspace (path or logical-cluster name) holding InitTargets and InitTemplates (required).
+    #[arg(long, value_name = "WORKSPACE")]
+    pub config_workspace: Option<String>,
+
+    /// Only handle InitTargets matching this label selector.
+    #[arg(long, value_name = "SELECTOR", default_value = "")]
+    pub init_target_selector: String,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// A listen address; `None` means the server is disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Address(pub Option<SocketAddr>);
+
+fn parse_address(s: &str) -> Result<Address, String> {
+    let s = s.trim();
+    if s.is_empty() || s == "0" {
+        return Ok(Address(None));
+    }
+    // Go accepts ":8080" meaning all interfaces.
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse::<SocketAddr>()
+        .map(|a| Address(Some(a)))
+        .map_err(|_| {
+            format!("{s:?} is not a host:port address (use e.g. 127.0.0.1:8085, or 0 to disable)")
+        })
+}
+
+/// Go's strconv.ParseBool, so `--x=True`, `--x=1` etc. work as with pflag.
+fn parse_go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("{s:?} is not a boolean (use true or false)")),
+    }
+}
+
+pub const CONTROLLERS: [&str; 3] = ["apiexport", "apiresourceschema", "sync"];
+
+/// A validated `syncweave sync` configuration.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    pub kcp_kubeconfig: PathBuf,
+    pub namespace: String,
+    pub agent_name: String,
+    pub endpoint_slice: String,
+    pub selector: String,
+    pub host_override: Option<String>,
+    pub ca_file_override: Option<PathBuf>,
+    pub disabled_controllers: Vec<String>,
+    pub common: CommonArgs,
+}
+
+/// Error for a bad command line: says which flag and how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid command line: {flag}: {message}")]
+pub struct FlagError {
+    pub flag: &'static str,
+    pub message: String,
+}
+
+fn flag_err(flag: &'static str, message: impl Into<String>) -> FlagError {
+    FlagError {
+        flag,
+        message: message.into(),
+    }
+}
+
+impl SyncArgs {
+    pub fn validate(self) -> Result<SyncOptions, FlagError> {
+        let kcp_kubeconfig = self
+            .kcp_kubeconfig
+            .ok_or_else(|| flag_err("--kcp-kubeconfig", "is required (path to a kubeconfig for the kcp workspace holding the APIExportEndpointSlice)"))?;
+        let namespace = self.namespace.filter(|n| !n.is_empty()).ok_or_else(|| {
+            flag_err(
+                "--namespace",
+                "is required (namespace on the service cluster for the agent's state)",
+            )
+        })?;
+        let endpoint_slice = self
+            .apiexportendpointslice_ref
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| {
+                flag_err(
+                    "--apiexportendpointslice-ref",
+                    "is required (name of the APIExportEndpointSlice in kcp)",
+                )
+            })?;
+        let agent_name = self
+            .agent_name
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| format!("{endpoint_slice}-syncagent"));
+        if let Err(e) = crate::validation::dns1035_label(&agent_name) {
+            return Err(flag_err("--agent-name", format!("{agent_name:?} {e}")));
+        }
+        if let Err(e) = crate::selector::parse(&self.published_resource_selector) {
+            return Err(flag_err(
+                "--published-resource-selector",
+                format!("{:?}: {e}", self.published_resource_selector),
+            ));
+        }
+        for c in &self.disabled_controllers {
+            if !CONTROLLERS.contains(&c.as_str()) {
+                return Err(flag_err(
+                    "--disabled-controllers",
+                    format!(
+                        "unknown controller {c:?} (known: {})",
+                        CONTROLLERS.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(h) = &self.kubeconfig_host_override
+            && !(h.starts_with("https://") || h.starts_with("http://"))
+        {
+            return Err(flag_err(
+                "--kubeconfig-host-override",
+                format!(
+                    "{h:?} is not a URL (use e.g. https://kcp.example.com:6443/clusters/root:provider)"
+                ),
+            ));
+        }
+        Ok(SyncOptions {
+            kcp_kubeconfig,
+            namespace,
+            agent_name,
+            endpoint_slice,
+            selector: self.published_resource_selector,
+            host_override: self.kubeconfig_host_override,
+            ca_file_override: self.kubeconfig_ca_file_override,
+            disabled_controllers: self.disabled_controllers,
+            common: self.common,
+        })
+    }
+}
+
+/// A validated `syncweave init` configuration.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    pub config_workspace: String,
+    pub selector: String,
+    pub common: CommonArgs,
+}
+
+impl InitArgs {
+    pub fn validate(self) -> Result<InitOptions, FlagError> {
+        let config_workspace = self.config_workspace.filter(|w| !w.is_empty()).ok_or_else(
+            || {
+                flag_err(
+                    "--config-workspace",
+                    "is required (workspace path or logical-cluster name holding the InitTargets)",
+                )
+            },
+        )?;
+        if let Err(e) = crate::selector::parse(&self.init_target_selector) {
+            return Err(flag_err(
+                "--init-target-selector",
+                format!(
+                    "invalid --init-target-selector {:?}: {e}",
+                    self.init_target_selector
+                ),
+            ));
+        }
+        Ok(InitOptions {
+            config_workspace,
+            selector: self.init_target_selector,
+            common: self.common,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("syncweave").chain(args.iter().copied()))
+    }
+
+    fn sync(args: &[&str]) -> SyncArgs {
+        match parse(&[&["sync"], args].concat()).unwrap().command {
+            Command::Sync(a) => a,
+            other => panic!("expected sync, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sync_defaults_match_upstream() {
+        let a = sync(&[]);
+        assert!(!a.common.enable_leader_election);
+        assert_eq!(
+            a.common.metrics_address,
+            Address(Some("127.0.0.1:8085".parse().unwrap()))
+        );
+        assert_eq!(a.common.health_address, Address(None));
+        assert_eq!(a.common.log_format, LogFormat::Json);
+        assert!(!a.common.log_debug);
+    }
+
+    #[test]
+    fn go_style_booleans() {
+        assert!(
+            sync(&["--enable-leader-election"])
+                .common
+                .enable_leader_election
+        );
+        assert!(
+            sync(&["--enable-leader-election=true"])
+                .common
+                .enable_leader_election
+        );
+        assert!(
+            !sync(&["--enable-leader-election=false"])
+                .common
+                .enable_leader_election
+        );
+        assert!(sync(&["--log-debug=1"]).common.log_debug);
+        assert!(parse(&["sync", "--log-debug=maybe"]).is_err());
+    }
+
+    #[test]
+    fn zero_disables_addresses() {
+        let a = sync(&["--metrics-address", "0", "--health-address=:8081"]);
+        assert_eq!(a.common.metrics_address, Address(None));
+        assert_eq!(
+            a.common.health_address,
+            Address(Some("0.0.0.0:8081".parse().unwrap()))
+        );
+    }
+
+    #[test]
+    fn log_format_is_case_insensitive() {
+        assert_eq!(
+            sync(&["--log-format", "console"]).common.log_format,
+            LogFormat::Console
+        );
+        assert_eq!(
+            sync(&["--log-format=json"]).common.log_format,
+            LogFormat::Json
+        );
+        assert!(parse(&["sync", "--log-format", "xml"]).is_err());
+    }
+
+    #[test]
+    fn required_flags_are_named() {
+        let e = sync(&[]).validate().unwrap_err();
+        assert_eq!(e.flag, "--kcp-kubeconfig");
+        let e = sync(&["--kcp-kubeconfig", "x"]).validate().unwrap_err();
+        assert_eq!(e.flag, "--namespace");
+        let e = sync(&["--kcp-kubeconfig", "x", "--namespace", "n"])
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.flag, "--apiexportendpointslice-ref");
+    }
+
+    #[test]
+    fn agent_name_defaults_from_slice() {
+        let o = sync(&[
+            "--kcp-kubeconfig",
+            "x",
+            "--namespace",
+            "n",
+            "--apiexportendpointslice-ref",
+            "my-api",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(o.agent_name, "my-api-syncagent");
+        let e = sync(&[
+            "--kcp-kubeconfig",
+            "x",
+            "--namespace",
+            "n",
+            "--apiexportendpointslice-ref",
+            "s",
+            "--agent-name",
+            "Bad_Name",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.flag, "--agent-name");
+    }
+
+    #[test]
+    fn disabled_controllers_are_checked() {
+        let base = [
+            "--kcp-kubeconfig",
+            "x",
+            "--namespace",
+            "n",
+            "--apiexportendpointslice-ref",
+            "s",
+        ];
+        let o = sync(&[&base[..], &["--disabled-controllers", "apiexport,sync"]].concat())
+            .validate()
+            .unwrap();
+        assert_eq!(o.disabled_controllers, vec!["apiexport", "sync"]);
+        let e = sync(&[&base[..], &["--disabled-controllers=bogus"]].concat())
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.flag, "--disabled-controllers");
+    }
+
+    #[test]
+    fn init_requires_config_workspace() {
+        let Command::Init(a) = parse(&["init"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(a.validate().unwrap_err().flag, "--config-workspace");
+        let Command::Init(a) = parse(&[
+            "init",
+            "--config-workspace",
+            "root:cfg",
+            "--init-target-selector",
+            "a in (b",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!()
+        };
+        assert_eq!(a.validate().unwrap_err().flag, "--init-target-selector");
+    }
+}

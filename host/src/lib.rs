@@ -1,0 +1,14 @@
+//! syncweave: one Rust host for kcp's api-syncagent and init-agent roles,
+//! with projection, mutation, naming and rendering run as Wasm components.
+//!
+//! The data path, top to bottom:
+//! kcp watch ([`sync::controller`]) → plugin chain ([`sync::mutation`]) →
+//! service-cluster apply ([`sync::syncer`]) → status back ([`sync::syncer`]).
+
+pub mod agent;
+pub mod cli;
+pub mod logging;
+pub mod plugin_cmd;
+pub mod selector;
+pub mod validation;
+pub mod version;
