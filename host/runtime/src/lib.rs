@@ -1,1 +1,6 @@
-//! Sandboxed wasmtime runtime for syncweave plugins.
+//! Sandboxed wasmtime runtime for syncweave plugins, and the builder that
+//! turns Rust plugin crates into components.
+
+pub mod build;
+
+pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
