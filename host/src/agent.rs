@@ -1,10 +1,139 @@
-//! Agent entry points for the two roles.
+//! Agent entry points for the two roles: connect, then run controllers
+//! until SIGTERM/SIGINT.
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
 use crate::cli::{InitOptions, SyncOptions};
+use crate::kcp::KcpContext;
+use crate::plugins::PluginHost;
+use crate::publish::{PublishConfig, Publisher};
+use crate::{kubeconfig, serve};
 
 pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
-    anyhow::bail!("sync role not wired yet: {opts:?}")
+    let kcp_cfg = kubeconfig::load_kcp(
+        &opts.kcp_kubeconfig,
+        opts.host_override.as_deref(),
+        opts.ca_file_override.as_deref(),
+    )
+    .await?;
+    let service_cfg = kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await?;
+    let service =
+        Client::try_from(service_cfg).context("--kubeconfig: building service-cluster client")?;
+    let kcp = resolve_kcp(kcp_cfg, &opts.endpoint_slice).await?;
+    info!(
+        agent = %opts.agent_name,
+        export = %kcp.export_name,
+        export_workspace = %kcp.export_workspace,
+        "connected to kcp"
+    );
+    ensure_namespace(&service, &opts.namespace).await?;
+
+    let cancel = CancellationToken::new();
+    let servers = serve::start(&opts.common, cancel.clone()).await?;
+    let lease = crate::leader::acquire_if_enabled(
+        opts.common.enable_leader_election,
+        &service,
+        &opts.namespace,
+        &format!("syncagent.{}", opts.agent_name),
+        cancel.clone(),
+    )
+    .await?;
+
+    let publisher = Publisher::new(
+        PublishConfig {
+            agent_name: opts.agent_name.clone(),
+            namespace: opts.namespace.clone(),
+            selector: opts.selector.clone(),
+            disabled: opts.disabled_controllers.clone(),
+        },
+        kcp,
+        service,
+        PluginHost::new(),
+    );
+    let run = tokio::spawn(publisher.run(cancel.clone()));
+    shutdown_signal(cancel.clone()).await;
+    info!("shutting down");
+    cancel.cancel();
+    let _ = run.await;
+    drop(lease);
+    drop(servers);
+    Ok(())
+}
+
+/// Resolve the endpoint slice, waiting while it or its APIExport does not
+/// exist yet: kcp creates the slice asynchronously after the APIExport, and
+/// in a fresh installation the agent often starts first.
+async fn resolve_kcp(cfg: kube::Config, slice: &str) -> anyhow::Result<KcpContext> {
+    let mut delay = std::time::Duration::from_millis(500);
+    loop {
+        match KcpContext::resolve(cfg.clone(), slice).await {
+            Ok(k) => return Ok(k),
+            Err(
+                e @ (crate::kcp::KcpError::SliceNotFound { .. }
+                | crate::kcp::KcpError::ExportNotFound { .. }),
+            ) => {
+                tracing::warn!(error = %e, "waiting for kcp objects");
+            }
+            Err(crate::kcp::KcpError::Kube {
+                what,
+                source: kube::Error::Api(s),
+            }) if s.code == 401 || s.code == 403 => {
+                anyhow::bail!(
+                    "--kcp-kubeconfig: {what}: access denied ({}); grant the agent's user access to the workspace",
+                    s.message
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot reach kcp yet; retrying"),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+    }
 }
 
 pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
-    anyhow::bail!("init role not wired yet: {opts:?}")
+    anyhow::bail!(
+        "the init role (--config-workspace {}) is not available in this build yet; use `syncweave sync`",
+        opts.config_workspace
+    )
+}
+
+async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    if api
+        .get_opt(ns)
+        .await
+        .with_context(|| format!("--namespace {ns}: reading namespace"))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let n = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ns.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &n).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("--namespace {ns}: creating namespace")),
+    }
+}
+
+/// Resolve on SIGTERM (what Kubernetes sends) or Ctrl-C, or when cancelled
+/// from inside (e.g. a lost leader lease).
+async fn shutdown_signal(cancel: CancellationToken) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+        _ = cancel.cancelled() => {}
+    }
 }

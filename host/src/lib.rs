@@ -6,9 +6,17 @@
 //! service-cluster apply ([`sync::syncer`]) → status back ([`sync::syncer`]).
 
 pub mod agent;
+pub mod apis;
 pub mod cli;
+pub mod kcp;
+pub mod kubeconfig;
+pub mod leader;
 pub mod logging;
 pub mod plugin_cmd;
+pub mod plugins;
+pub mod publish;
 pub mod selector;
+pub mod serve;
+pub mod sync;
 pub mod validation;
 pub mod version;

@@ -1,7 +1,7 @@
 // Wrapper module that builds the pinned kcp release from Go modules.
 // kcp's go.mod carries replace directives pointing at ./staging, so `go install`
 // refuses it; this module restates them with the published staging modules.
-// The k8s.io block is kcp's own, verbatim (see ./build.sh for regeneration).
+// The k8s.io block is kcp's own, verbatim (see ./build.sh).
 module syncweave.dev/kcpbuild
 
 go 1.26.0
@@ -181,8 +181,10 @@ replace (
 	github.com/kcp-dev/code-generator/v3 => github.com/kcp-dev/code-generator/v3 v3.32.3
 	github.com/kcp-dev/sdk => github.com/kcp-dev/sdk v0.32.3
 	// v0.32.3 of this staging module is not served by the module proxy this
-	// project can reach; v0.31.2 has the same API surface kcp 0.32.3 uses.
-	github.com/kcp-dev/virtual-workspace-framework => github.com/kcp-dev/virtual-workspace-framework v0.31.2
+	// project can reach. build.sh assembles ./vwf-overlay from the published
+	// v0.31.2 plus vwf-compat.go (the one symbol kcp 0.32.3 needs that 0.31.2
+	// lacks).
+	github.com/kcp-dev/virtual-workspace-framework => ./vwf-overlay
 )
 
 replace (

@@ -1,1 +1,53 @@
-//! Test harness.
+//! End-to-end harness: a real kcp started from the binary that
+//! `tests/setup.sh` builds, kcp workspaces standing in for the provider,
+//! consumers and the service cluster, and the `syncweave` binary run as a
+//! real process against them.
+//!
+//! One kcp serves a whole test binary (it takes tens of seconds to start on
+//! two cores); each test isolates itself in its own workspaces.
+
+pub mod agent;
+pub mod kcp;
+pub mod resources;
+
+pub use agent::Agent;
+pub use kcp::{Kcp, Workspace, kcp};
+pub use resources::*;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// Poll `check` until it yields `Some`, or fail after `timeout` with the
+/// description of what was awaited and the last observed state.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    let mut last;
+    loop {
+        match check().await {
+            Ok(Some(v)) => return v,
+            Ok(None) => last = "condition not met yet".into(),
+            Err(e) => last = e,
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}; last state: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A short unique suffix for names, so tests never collide in the shared kcp.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000;
+    format!("{prefix}-{}-{t}-{n}", std::process::id() % 10_000)
+}

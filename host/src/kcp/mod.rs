@@ -1,0 +1,169 @@
+//! The kcp side: resolving the APIExportEndpointSlice to the APIExport and
+//! its virtual-workspace URLs, and handing out clients for them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube::api::{Api, DynamicObject};
+use kube::{Client, Config};
+use serde_json::Value;
+
+use crate::apis::kcp as kcpapi;
+use crate::kubeconfig::{base_of, with_url, workspace_of};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KcpError {
+    #[error(
+        "APIExportEndpointSlice {name:?} not found in workspace {workspace:?}: create it, or fix --apiexportendpointslice-ref"
+    )]
+    SliceNotFound { name: String, workspace: String },
+    #[error("APIExportEndpointSlice {name:?} has no spec.export.name")]
+    SliceWithoutExport { name: String },
+    #[error(
+        "APIExport {name:?} not found in workspace {workspace:?} (referenced by the APIExportEndpointSlice)"
+    )]
+    ExportNotFound { name: String, workspace: String },
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Config(#[from] crate::kubeconfig::KubeconfigError),
+}
+
+fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> KcpError {
+    let what = what.into();
+    move |source| KcpError::Kube { what, source }
+}
+
+/// Everything the agent knows about its place in kcp.
+#[derive(Clone)]
+pub struct KcpContext {
+    base_config: Config,
+    /// `https://host:port`, without `/clusters/…`.
+    pub base_url: String,
+    pub slice_name: String,
+    /// Workspace of the endpoint slice (as given in the kubeconfig).
+    pub slice_workspace: String,
+    pub slice_client: Client,
+    pub export_name: String,
+    /// Workspace (path or cluster name) holding the APIExport and its schemas.
+    pub export_workspace: String,
+    pub export_client: Client,
+    vw_clients: Arc<Mutex<HashMap<String, Client>>>,
+}
+
+impl KcpContext {
+    /// Resolve the endpoint slice and its APIExport.
+    pub async fn resolve(cfg: Config, slice_name: &str) -> Result<Self, KcpError> {
+        let server = cfg.cluster_url.to_string();
+        let slice_workspace = workspace_of(&server).unwrap_or_default().to_string();
+        let base_url = base_of(&server).to_string();
+        let slice_client = client_for(&with_url(
+            &cfg,
+            &format!("{base_url}/clusters/{slice_workspace}"),
+        )?)?;
+        let slices: Api<DynamicObject> =
+            Api::all_with(slice_client.clone(), &kcpapi::apiexport_endpoint_slice());
+        let slice = slices
+            .get_opt(slice_name)
+            .await
+            .map_err(kube_err(format!(
+                "reading APIExportEndpointSlice {slice_name}"
+            )))?
+            .ok_or_else(|| KcpError::SliceNotFound {
+                name: slice_name.into(),
+                workspace: slice_workspace.clone(),
+            })?;
+        let export_name = slice
+            .data
+            .pointer("/spec/export/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| KcpError::SliceWithoutExport {
+                name: slice_name.into(),
+            })?
+            .to_string();
+        let export_workspace = slice
+            .data
+            .pointer("/spec/export/path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| slice_workspace.clone());
+        let export_client = client_for(&with_url(
+            &cfg,
+            &format!("{base_url}/clusters/{export_workspace}"),
+        )?)?;
+        let exports: Api<DynamicObject> =
+            Api::all_with(export_client.clone(), &kcpapi::apiexport());
+        if exports
+            .get_opt(&export_name)
+            .await
+            .map_err(kube_err(format!("reading APIExport {export_name}")))?
+            .is_none()
+        {
+            return Err(KcpError::ExportNotFound {
+                name: export_name,
+                workspace: export_workspace,
+            });
+        }
+        Ok(KcpContext {
+            base_config: cfg,
+            base_url,
+            slice_name: slice_name.into(),
+            slice_workspace,
+            slice_client,
+            export_name,
+            export_workspace,
+            export_client,
+            vw_clients: Default::default(),
+        })
+    }
+
+    /// The virtual-workspace URLs of the export (one per shard). Empty until
+    /// at least one workspace binds the export.
+    pub async fn endpoint_urls(&self) -> Result<Vec<String>, KcpError> {
+        let slices: Api<DynamicObject> = Api::all_with(
+            self.slice_client.clone(),
+            &kcpapi::apiexport_endpoint_slice(),
+        );
+        let slice = slices
+            .get(&self.slice_name)
+            .await
+            .map_err(kube_err(format!(
+                "reading APIExportEndpointSlice {}",
+                self.slice_name
+            )))?;
+        Ok(slice
+            .data
+            .pointer("/status/endpoints")
+            .and_then(Value::as_array)
+            .map(|eps| {
+                eps.iter()
+                    .filter_map(|e| e["url"].as_str())
+                    .filter(|u| !u.is_empty())
+                    .map(|u| u.trim_end_matches('/').to_string())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// A client for `<vw_url>/clusters/<cluster>`; `cluster` may be `*` for
+    /// wildcard list/watch across every bound workspace. Clients are cached.
+    pub fn vw_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
+        let url = format!("{vw_url}/clusters/{cluster}");
+        let mut cache = self.vw_clients.lock().expect("vw client cache poisoned");
+        if let Some(c) = cache.get(&url) {
+            return Ok(c.clone());
+        }
+        let c = client_for(&with_url(&self.base_config, &url)?)?;
+        cache.insert(url, c.clone());
+        Ok(c)
+    }
+}
+
+fn client_for(cfg: &Config) -> Result<Client, KcpError> {
+    Client::try_from(cfg.clone()).map_err(kube_err("building kcp client"))
+}

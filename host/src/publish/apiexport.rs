@@ -1,0 +1,105 @@
+//! Keeping the APIExport's schema list and permission claims in line with
+//! the PublishedResources. Schemas of group/resources no PublishedResource
+//! manages are kept (another agent or a human may own them); permission
+//! claims are only ever added.
+
+use std::collections::BTreeMap;
+
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::{Value, json};
+use tracing::info;
+
+use super::schema::group_resource_of;
+use crate::apis::kcp as kcpapi;
+use crate::sync::labels::AGENT_NAME_LABEL;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{action} APIExport {name}: {source}")]
+pub struct ExportError {
+    action: &'static str,
+    name: String,
+    #[source]
+    source: kube::Error,
+}
+
+/// Update the export so it lists `schemas` (name per group/resource) and
+/// claims `claims` (group, resource). Returns whether anything changed.
+pub async fn reconcile(
+    client: &Client,
+    export_name: &str,
+    agent_name: &str,
+    schemas: &BTreeMap<String, String>,
+    claims: &[(String, String)],
+) -> Result<bool, ExportError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &kcpapi::apiexport());
+    let err = |action| {
+        move |source| ExportError {
+            action,
+            name: export_name.to_string(),
+            source,
+        }
+    };
+    let export = api.get(export_name).await.map_err(err("reading"))?;
+    let mut obj = serde_json::to_value(&export).expect("serializes");
+
+    let existing: Vec<String> = obj["spec"]["latestResourceSchemas"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let managed: Vec<&str> = schemas.keys().map(String::as_str).collect();
+    let mut wanted: Vec<String> = existing
+        .iter()
+        .filter(|s| group_resource_of(s).is_none_or(|gr| !managed.contains(&gr)))
+        .cloned()
+        .chain(schemas.values().cloned())
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+
+    let mut current_claims: Vec<Value> = obj["spec"]["permissionClaims"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut added_claims = Vec::new();
+    for (group, resource) in claims {
+        let present = current_claims.iter().any(|c| {
+            c["group"].as_str().unwrap_or("") == group && c["resource"] == resource.as_str()
+        });
+        if !present {
+            current_claims.push(json!({"group": group, "resource": resource, "all": true}));
+            added_claims.push(format!("{resource}.{group}"));
+        }
+    }
+    current_claims.sort_by_key(|c| {
+        (
+            c["group"].as_str().unwrap_or("").to_string(),
+            c["resource"].as_str().unwrap_or("").to_string(),
+        )
+    });
+
+    let annotated = obj["metadata"]["annotations"][AGENT_NAME_LABEL] == agent_name;
+    if wanted == existing && added_claims.is_empty() && annotated {
+        return Ok(false);
+    }
+    let added: Vec<&String> = wanted.iter().filter(|s| !existing.contains(s)).collect();
+    let removed: Vec<&String> = existing.iter().filter(|s| !wanted.contains(s)).collect();
+    obj["spec"]["latestResourceSchemas"] = json!(wanted);
+    if !current_claims.is_empty() {
+        obj["spec"]["permissionClaims"] = Value::Array(current_claims);
+    }
+    if !obj["metadata"]["annotations"].is_object() {
+        obj["metadata"]["annotations"] = json!({});
+    }
+    obj["metadata"]["annotations"][AGENT_NAME_LABEL] = json!(agent_name);
+    let updated: DynamicObject = serde_json::from_value(obj).expect("valid object");
+    api.replace(export_name, &PostParams::default(), &updated)
+        .await
+        .map_err(err("updating"))?;
+    info!(export = export_name, ?added, ?removed, added_claims = ?added_claims, "updated APIExport");
+    Ok(true)
+}

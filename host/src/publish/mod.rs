@@ -1,0 +1,368 @@
+//! Publishing: turns PublishedResources on the service cluster into
+//! APIResourceSchemas in the APIExport, and runs one sync controller per
+//! published resource once kcp serves it.
+//!
+//! The three upstream controllers (apiresourceschema, apiexport, sync) are
+//! three steps of one pass here, run whenever a PublishedResource or CRD
+//! changes and periodically; each can be disabled with
+//! `--disabled-controllers`.
+
+pub mod apiexport;
+pub mod schema;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::watcher;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::apis::PublishedResource;
+use crate::apis::kcp as kcpapi;
+use crate::kcp::KcpContext;
+use crate::plugins::PluginHost;
+use crate::selector::Selector;
+use crate::sync::state::StateStore;
+use crate::sync::syncer::SyncContext;
+
+pub struct PublishConfig {
+    pub agent_name: String,
+    pub namespace: String,
+    pub selector: String,
+    pub disabled: Vec<String>,
+}
+
+struct Running {
+    fingerprint: String,
+    cancel: CancellationToken,
+}
+
+pub struct Publisher {
+    cfg: PublishConfig,
+    kcp: KcpContext,
+    service: Client,
+    plugins: PluginHost,
+    running: HashMap<String, Running>,
+}
+
+impl Publisher {
+    pub fn new(cfg: PublishConfig, kcp: KcpContext, service: Client, plugins: PluginHost) -> Self {
+        Publisher {
+            cfg,
+            kcp,
+            service,
+            plugins,
+            running: HashMap::new(),
+        }
+    }
+
+    fn enabled(&self, controller: &str) -> bool {
+        !self.cfg.disabled.iter().any(|d| d == controller)
+    }
+
+    /// Run until cancelled.
+    pub async fn run(mut self, cancel: CancellationToken) {
+        let wake = Arc::new(Notify::new());
+        let mut watches = tokio::task::JoinSet::new();
+        let prs: Api<PublishedResource> = Api::all(self.service.clone());
+        let pr_cfg = watcher::Config::default().labels(&self.cfg.selector);
+        watches.spawn(wake_on_events(watcher(prs, pr_cfg).boxed(), wake.clone()));
+        let crds: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
+        watches.spawn(wake_on_events(
+            watcher(crds, watcher::Config::default()).boxed(),
+            wake.clone(),
+        ));
+
+        loop {
+            let pending = match self.pass().await {
+                Ok(p) => p,
+                Err(e) => {
+                    warn!(error = %e, "publishing pass failed; retrying");
+                    true
+                }
+            };
+            let idle = if pending {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_secs(30)
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(idle) => {}
+            }
+        }
+        for (_, r) in self.running.drain() {
+            r.cancel.cancel();
+        }
+        watches.abort_all();
+    }
+
+    /// One pass over all PublishedResources. Returns whether something is
+    /// still waiting (so the next pass should come soon).
+    async fn pass(&mut self) -> anyhow::Result<bool> {
+        let api: Api<PublishedResource> = Api::all(self.service.clone());
+        let prs = api
+            .list(&ListParams::default().labels(&self.cfg.selector))
+            .await?;
+        let mut pending = false;
+        let mut schemas = BTreeMap::new();
+        let mut ready = Vec::new();
+
+        for pr in prs
+            .items
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+        {
+            let name = pr.metadata.name.clone().unwrap_or_default();
+            let resolved = match self.resolve(pr).await {
+                Ok(r) => r,
+                Err(e) => {
+                    warn!(published_resource = %name, error = %e, "cannot publish resource");
+                    self.set_condition(&api, &name, "False", "InvalidResource", &e.to_string())
+                        .await;
+                    pending = true;
+                    continue;
+                }
+            };
+            if self.enabled("apiresourceschema") {
+                if schema::ensure_schema(&self.kcp.export_client, &resolved).await? {
+                    info!(published_resource = %name, schema = %resolved.schema_name, "created APIResourceSchema");
+                }
+                if pr
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.resource_schema_name.as_deref())
+                    != Some(resolved.schema_name.as_str())
+                {
+                    let p = json!({"status": {"resourceSchemaName": resolved.schema_name}});
+                    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&p))
+                        .await?;
+                }
+            }
+            if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
+                schemas.insert(gr.to_string(), resolved.schema_name.clone());
+            }
+            ready.push((pr, resolved));
+        }
+
+        if self.enabled("apiexport") {
+            let claims = vec![(String::new(), "events".to_string())];
+            apiexport::reconcile(
+                &self.kcp.export_client,
+                &self.kcp.export_name,
+                &self.cfg.agent_name,
+                &schemas,
+                &claims,
+            )
+            .await?;
+        }
+
+        if self.enabled("sync") {
+            pending |= self.manage_sync(&api, ready).await;
+        }
+        Ok(pending)
+    }
+
+    async fn resolve(&self, pr: &PublishedResource) -> anyhow::Result<schema::Resolved> {
+        let name = pr.metadata.name.clone().unwrap_or_default();
+        let mut crd = schema::find_crd(&self.service, pr).await?;
+        let selected = pr
+            .spec
+            .selected_versions()
+            .map_err(|m| anyhow::anyhow!("PublishedResource {name}: {m}"))?;
+        schema::select_versions(&mut crd, &selected)
+            .map_err(|m| anyhow::anyhow!("PublishedResource {name}: {m}"))?;
+        let projected = self.plugins.project(pr, &crd)?;
+        Ok(schema::to_schema(&crd, &projected, &self.cfg.agent_name))
+    }
+
+    /// Start, restart or stop sync controllers to match the ready resources.
+    async fn manage_sync(
+        &mut self,
+        api: &Api<PublishedResource>,
+        ready: Vec<(&PublishedResource, schema::Resolved)>,
+    ) -> bool {
+        let mut pending = false;
+        let mut wanted = HashMap::new();
+        for (pr, resolved) in ready {
+            let name = pr.metadata.name.clone().unwrap_or_default();
+            if !pr.spec.sync_enabled() {
+                continue;
+            }
+            let fingerprint = format!(
+                "{}/{}/{}",
+                pr.metadata.uid.as_deref().unwrap_or(""),
+                pr.metadata.generation.unwrap_or(0),
+                resolved.schema_name
+            );
+            wanted.insert(name.clone(), fingerprint.clone());
+            if self
+                .running
+                .get(&name)
+                .is_some_and(|r| r.fingerprint == fingerprint)
+            {
+                continue;
+            }
+            match self.start_sync(pr, &resolved).await {
+                Ok(Some(cancel)) => {
+                    if let Some(old) = self.running.insert(
+                        name.clone(),
+                        Running {
+                            fingerprint,
+                            cancel,
+                        },
+                    ) {
+                        old.cancel.cancel();
+                    }
+                    self.set_condition(
+                        api,
+                        &name,
+                        "True",
+                        "Syncing",
+                        "objects are being synchronized",
+                    )
+                    .await;
+                }
+                Ok(None) => pending = true,
+                Err(e) => {
+                    warn!(published_resource = %name, error = %e, "cannot start syncing");
+                    self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
+                        .await;
+                    pending = true;
+                }
+            }
+        }
+        self.running.retain(|name, r| {
+            if wanted.contains_key(name) {
+                return true;
+            }
+            info!(published_resource = %name, "stopping sync controller");
+            r.cancel.cancel();
+            false
+        });
+        pending
+    }
+
+    /// Start syncing once kcp serves the projected resource in the virtual
+    /// workspace; `None` while it does not yet.
+    async fn start_sync(
+        &self,
+        pr: &PublishedResource,
+        resolved: &schema::Resolved,
+    ) -> anyhow::Result<Option<CancellationToken>> {
+        let name = pr.metadata.name.clone().unwrap_or_default();
+        let urls = self.kcp.endpoint_urls().await?;
+        let Some(vw_url) = urls.first().cloned() else {
+            info!(published_resource = %name, "waiting for the APIExportEndpointSlice to list an endpoint (no workspace has bound the export yet)");
+            return Ok(None);
+        };
+        let probe: Api<DynamicObject> =
+            Api::all_with(self.kcp.vw_client(&vw_url, "*")?, &resolved.remote.ar);
+        if let Err(e) = probe.list(&ListParams::default().limit(1)).await {
+            info!(published_resource = %name, error = %e, "waiting for kcp to serve the resource in the virtual workspace");
+            return Ok(None);
+        }
+        let resource_filter = match pr.spec.filter.as_ref().and_then(|f| f.resource.as_ref()) {
+            Some(sel) => Some(label_selector(sel).map_err(|e| {
+                anyhow::anyhow!("PublishedResource {name}: spec.filter.resource: {e}")
+            })?),
+            None => None,
+        };
+        let ctx = SyncContext {
+            agent_name: self.cfg.agent_name.clone(),
+            published_resource: name.clone(),
+            remote: resolved.remote.clone(),
+            local: resolved.local.clone(),
+            kcp: self.kcp.clone(),
+            vw_url,
+            service: self.service.clone(),
+            state: StateStore::new(self.service.clone(), &self.cfg.namespace),
+            namer: self.plugins.namer(pr, resolved.local.namespaced)?,
+            mutator: self.plugins.mutator(pr)?,
+            resource_filter,
+        };
+        let cancel = CancellationToken::new();
+        tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));
+        Ok(Some(cancel))
+    }
+
+    async fn set_condition(
+        &self,
+        api: &Api<PublishedResource>,
+        name: &str,
+        status: &str,
+        reason: &str,
+        message: &str,
+    ) {
+        let current = api
+            .get_status(name)
+            .await
+            .ok()
+            .and_then(|p| p.status)
+            .and_then(|s| s.conditions)
+            .unwrap_or_default();
+        if current.iter().any(|c| {
+            c.type_ == "Ready" && c.status == status && c.reason == reason && c.message == message
+        }) {
+            return;
+        }
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let p = json!({"status": {"conditions": [{
+            "type": "Ready", "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": now.to_string(),
+        }]}});
+        if let Err(e) = api
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&p))
+            .await
+        {
+            warn!(published_resource = %name, error = %e, "cannot update status condition");
+        }
+    }
+}
+
+async fn wake_on_events<S, T>(mut stream: S, wake: Arc<Notify>)
+where
+    S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>> + Unpin,
+{
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(_) => wake.notify_one(),
+            Err(e) => {
+                warn!(error = %e, "watch failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Convert a metav1.LabelSelector into our selector type.
+fn label_selector(
+    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Result<Selector, String> {
+    let mut parts = Vec::new();
+    for (k, v) in sel.match_labels.clone().unwrap_or_default() {
+        parts.push(format!("{k}={v}"));
+    }
+    for e in sel.match_expressions.clone().unwrap_or_default() {
+        let vals = e.values.clone().unwrap_or_default().join(",");
+        parts.push(match e.operator.as_str() {
+            "In" => format!("{} in ({vals})", e.key),
+            "NotIn" => format!("{} notin ({vals})", e.key),
+            "Exists" => e.key.clone(),
+            "DoesNotExist" => format!("!{}", e.key),
+            op => {
+                return Err(format!(
+                    "unknown operator {op:?} (use In, NotIn, Exists or DoesNotExist)"
+                ));
+            }
+        });
+    }
+    crate::selector::parse(&parts.join(",")).map_err(|e| e.to_string())
+}

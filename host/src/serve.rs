@@ -1,0 +1,103 @@
+//! The metrics (`--metrics-address`) and health (`--health-address`)
+//! endpoints. Both are tiny plain-text HTTP/1.1 servers: a full web framework
+//! would be a large dependency for three read-only paths.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use anyhow::Context;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::cli::CommonArgs;
+
+/// Process-wide metrics.
+pub struct Metrics {
+    pub published_resources: AtomicI64,
+    pub reconciles_ok: AtomicU64,
+    pub reconciles_failed: AtomicU64,
+}
+
+pub static METRICS: Metrics = Metrics {
+    published_resources: AtomicI64::new(0),
+    reconciles_ok: AtomicU64::new(0),
+    reconciles_failed: AtomicU64::new(0),
+};
+
+fn render_metrics() -> String {
+    let m = &METRICS;
+    format!(
+        "# HELP sync_agent_published_resource Number of PublishedResources handled by this agent.\n\
+         # TYPE sync_agent_published_resource gauge\n\
+         sync_agent_published_resource {}\n\
+         # HELP syncweave_reconciles_total Object reconciliations by result.\n\
+         # TYPE syncweave_reconciles_total counter\n\
+         syncweave_reconciles_total{{result=\"success\"}} {}\n\
+         syncweave_reconciles_total{{result=\"error\"}} {}\n",
+        m.published_resources.load(Ordering::Relaxed),
+        m.reconciles_ok.load(Ordering::Relaxed),
+        m.reconciles_failed.load(Ordering::Relaxed),
+    )
+}
+
+/// Servers stop when the returned guard is dropped or `cancel` fires.
+pub struct Servers {
+    cancel: CancellationToken,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+pub async fn start(common: &CommonArgs, cancel: CancellationToken) -> anyhow::Result<Servers> {
+    let own = cancel.child_token();
+    if let Some(addr) = common.metrics_address.0 {
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--metrics-address {addr}: cannot listen"))?;
+        info!(%addr, "serving metrics on /metrics");
+        tokio::spawn(serve(l, own.clone()));
+    }
+    if let Some(addr) = common.health_address.0 {
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--health-address {addr}: cannot listen"))?;
+        info!(%addr, "serving /healthz and /readyz");
+        tokio::spawn(serve(l, own.clone()));
+    }
+    Ok(Servers { cancel: own })
+}
+
+async fn serve(listener: TcpListener, cancel: CancellationToken) {
+    loop {
+        let (mut sock, _) = tokio::select! {
+            r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
+            _ = cancel.cancelled() => return,
+        };
+        tokio::spawn(async move {
+            let mut buf = [0u8; 2048];
+            let n =
+                match tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
+                    .await
+                {
+                    Ok(Ok(n)) => n,
+                    _ => return,
+                };
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let path = req.split_whitespace().nth(1).unwrap_or("/");
+            let (status, body) = match path.split('?').next().unwrap_or("/") {
+                "/metrics" => ("200 OK", render_metrics()),
+                "/healthz" | "/readyz" | "/livez" => ("200 OK", "ok\n".to_string()),
+                _ => ("404 Not Found", "not found\n".to_string()),
+            };
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(resp.as_bytes()).await;
+        });
+    }
+}

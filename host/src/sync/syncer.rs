@@ -1,0 +1,573 @@
+//! Reconciling one kcp object with its copy on the service cluster.
+//!
+//! kcp is the source of truth for everything but `status`, which flows up.
+//! The phases, in order (each returns early with a requeue when it changed
+//! something, so every step starts from fresh state):
+//! 1. deletion: delete the copy, wait for it to go, release the finalizer;
+//! 2. finalizer: make sure the kcp object carries ours before any copy exists;
+//! 3. spec down: create, adopt or three-way-patch the copy;
+//! 4. status up: replace the kcp object's status with the copy's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
+    PostParams,
+};
+use serde_json::{Value, json};
+use tracing::{debug, info};
+
+use super::labels::*;
+use super::naming::LocalName;
+use super::state::StateStore;
+use super::strip::{drop_subresources, strip_metadata};
+use super::{ObjectKey, patch};
+use crate::kcp::KcpContext;
+use crate::selector::Selector;
+
+/// A resource on one side: how to reach it and whether it is namespaced.
+#[derive(Clone, Debug)]
+pub struct Side {
+    pub ar: ApiResource,
+    pub namespaced: bool,
+}
+
+/// Turns an object into its service-side name. The default is upstream's
+/// scheme; templates and plugins implement it as Wasm.
+pub trait Namer: Send + Sync {
+    fn name(
+        &self,
+        cluster: &str,
+        cluster_path: Option<&str>,
+        object: &Value,
+    ) -> Result<LocalName, String>;
+}
+
+/// Rewrites objects on their way (spec down, status up).
+pub trait Mutator: Send + Sync {
+    /// `object` is mutated in place; `other` is the counterpart if it exists.
+    fn mutate_spec(
+        &self,
+        cluster: &str,
+        object: &mut Value,
+        other: Option<&Value>,
+    ) -> Result<(), String>;
+    fn mutate_status(
+        &self,
+        cluster: &str,
+        object: &mut Value,
+        other: Option<&Value>,
+    ) -> Result<(), String>;
+}
+
+/// Everything needed to sync one PublishedResource's objects.
+pub struct SyncContext {
+    pub agent_name: String,
+    pub published_resource: String,
+    /// The resource as consumers see it in kcp (projected).
+    pub remote: Side,
+    /// The resource on the service cluster.
+    pub local: Side,
+    pub kcp: KcpContext,
+    pub vw_url: String,
+    pub service: Client,
+    pub state: StateStore,
+    pub namer: Arc<dyn Namer>,
+    pub mutator: Option<Arc<dyn Mutator>>,
+    /// `spec.filter.resource`, already converted.
+    pub resource_filter: Option<Selector>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    Requeue(Duration),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("{action} {what}: {source}")]
+    Kube {
+        action: &'static str,
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("naming {key}: {0}", key = .1)]
+    Naming(String, ObjectKey),
+    #[error("mutating {key}: {0}", key = .1)]
+    Mutation(String, ObjectKey),
+    #[error(
+        "found {count} copies of {key} on the service cluster (labels {selector}); delete the extra ones"
+    )]
+    Ambiguous {
+        count: usize,
+        key: ObjectKey,
+        selector: String,
+    },
+    #[error(transparent)]
+    Kcp(#[from] crate::kcp::KcpError),
+}
+
+fn kerr(
+    action: &'static str,
+    what: impl std::fmt::Display,
+) -> impl FnOnce(kube::Error) -> SyncError {
+    let what = what.to_string();
+    move |source| SyncError::Kube {
+        action,
+        what,
+        source,
+    }
+}
+
+const REQUEUE_SOON: Duration = Duration::from_secs(1);
+
+impl SyncContext {
+    fn kcp_api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, SyncError> {
+        let client = self.kcp.vw_client(&self.vw_url, &key.cluster)?;
+        Ok(match &key.namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &self.remote.ar),
+            None => Api::all_with(client, &self.remote.ar),
+        })
+    }
+
+    fn local_api(&self, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) if self.local.namespaced => {
+                Api::namespaced_with(self.service.clone(), ns, &self.local.ar)
+            }
+            _ => Api::all_with(self.service.clone(), &self.local.ar),
+        }
+    }
+
+    /// Labels that identify the copy of `key` on the service cluster.
+    fn identity_labels(&self, key: &ObjectKey) -> BTreeMap<String, String> {
+        let mut l = BTreeMap::from([
+            (REMOTE_CLUSTER_LABEL.to_string(), key.cluster.clone()),
+            (REMOTE_NAME_HASH_LABEL.to_string(), sha1_hex(&key.name)),
+        ]);
+        if let Some(ns) = &key.namespace {
+            l.insert(REMOTE_NAMESPACE_HASH_LABEL.to_string(), sha1_hex(ns));
+        }
+        l
+    }
+
+    fn sync_metadata(
+        &self,
+        key: &ObjectKey,
+    ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+        let mut labels = self.identity_labels(key);
+        labels.insert(AGENT_NAME_LABEL.to_string(), self.agent_name.clone());
+        let mut annotations =
+            BTreeMap::from([(REMOTE_NAME_ANNOTATION.to_string(), key.name.clone())]);
+        if let Some(ns) = &key.namespace {
+            annotations.insert(REMOTE_NAMESPACE_ANNOTATION.to_string(), ns.clone());
+        }
+        (labels, annotations)
+    }
+
+    /// Find the service-side copy by its identity labels (not by name, so a
+    /// changed naming scheme still finds copies made under the old one).
+    async fn find_local(&self, key: &ObjectKey) -> Result<Option<DynamicObject>, SyncError> {
+        let selector = self
+            .identity_labels(key)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = self
+            .local_api(None)
+            .list(&ListParams::default().labels(&selector).limit(2))
+            .await
+            .map_err(kerr("listing", format!("service copies of {key}")))?;
+        match list.items.len() {
+            0 => Ok(None),
+            1 => Ok(list.items.into_iter().next()),
+            count => Err(SyncError::Ambiguous {
+                count,
+                key: key.clone(),
+                selector,
+            }),
+        }
+    }
+
+    pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
+        let kcp_api = self.kcp_api(key)?;
+        let Some(remote) = kcp_api
+            .get_opt(&key.name)
+            .await
+            .map_err(kerr("reading", key))?
+        else {
+            debug!(%key, "object is gone from kcp");
+            return Ok(Outcome::Done);
+        };
+        if let Some(f) = &self.resource_filter {
+            let labels = remote.metadata.labels.clone().unwrap_or_default();
+            if !f.matches(&labels) {
+                debug!(%key, "object does not match spec.filter.resource; skipping");
+                return Ok(Outcome::Done);
+            }
+        }
+        let has_finalizer = remote
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == FINALIZER));
+
+        if remote.metadata.deletion_timestamp.is_some() {
+            return self
+                .handle_deletion(key, &kcp_api, &remote, has_finalizer)
+                .await;
+        }
+        if !has_finalizer {
+            let mut finalizers = remote.metadata.finalizers.clone().unwrap_or_default();
+            finalizers.push(FINALIZER.to_string());
+            let p = json!({"metadata": {"finalizers": finalizers, "resourceVersion": remote.metadata.resource_version}});
+            kcp_api
+                .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
+                .await
+                .map_err(kerr("adding finalizer to", key))?;
+            info!(%key, "accepted object (finalizer added)");
+            return Ok(Outcome::Requeue(Duration::ZERO));
+        }
+
+        let local = self.find_local(key).await?;
+        if let Some(l) = &local
+            && l.metadata.deletion_timestamp.is_some()
+        {
+            debug!(%key, "service copy is being deleted; leaving it alone");
+            return Ok(Outcome::Requeue(REQUEUE_SOON));
+        }
+        let remote_json = serde_json::to_value(&remote).expect("object serializes");
+        if let Some(outcome) = self.sync_spec(key, &remote_json, local.as_ref()).await? {
+            return Ok(outcome);
+        }
+        if let Some(local) = &local {
+            self.sync_status(key, &kcp_api, &remote_json, local).await?;
+        }
+        Ok(Outcome::Done)
+    }
+
+    async fn handle_deletion(
+        &self,
+        key: &ObjectKey,
+        kcp_api: &Api<DynamicObject>,
+        remote: &DynamicObject,
+        has_finalizer: bool,
+    ) -> Result<Outcome, SyncError> {
+        if !has_finalizer {
+            return Ok(Outcome::Done);
+        }
+        if let Some(local) = self.find_local(key).await? {
+            if local.metadata.deletion_timestamp.is_none() {
+                let ns = local.metadata.namespace.as_deref();
+                let name = local.metadata.name.clone().unwrap_or_default();
+                self.local_api(ns)
+                    .delete(&name, &DeleteParams::background())
+                    .await
+                    .map_err(kerr("deleting service copy of", key))?;
+                info!(%key, local = %name, "deleted service copy");
+            }
+            // Wait until it is really gone before letting kcp delete the object.
+            return Ok(Outcome::Requeue(REQUEUE_SOON));
+        }
+        let finalizers: Vec<String> = remote
+            .metadata
+            .finalizers
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != FINALIZER)
+            .collect();
+        let p = json!({"metadata": {"finalizers": finalizers, "resourceVersion": remote.metadata.resource_version}});
+        kcp_api
+            .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
+            .await
+            .map_err(kerr("releasing finalizer of", key))?;
+        info!(%key, "service copy gone; finalizer released");
+        Ok(Outcome::Done)
+    }
+
+    /// The desired service-side object, and the state to remember for it.
+    fn desired(
+        &self,
+        key: &ObjectKey,
+        remote: &Value,
+        local: Option<&Value>,
+    ) -> Result<(Value, Value), SyncError> {
+        let mut source = remote.clone();
+        strip_metadata(&mut source);
+        drop_subresources(&mut source);
+        if let Some(m) = &self.mutator {
+            m.mutate_spec(&key.cluster, &mut source, local)
+                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+        }
+        // The state keeps kcp's view (kcp GVK and name); the desired object
+        // is the same content under the service cluster's GVK and name.
+        let state = source.clone();
+        let name = self
+            .namer
+            .name(&key.cluster, None, remote)
+            .map_err(|e| SyncError::Naming(e, key.clone()))?;
+        let (labels, annotations) = self.sync_metadata(key);
+        let mut desired = source;
+        desired["apiVersion"] = json!(self.local.ar.api_version);
+        desired["kind"] = json!(self.local.ar.kind);
+        let meta = desired["metadata"]
+            .as_object_mut()
+            .expect("objects have metadata");
+        meta.insert("name".into(), json!(name.name));
+        match name.namespace.filter(|_| self.local.namespaced) {
+            Some(ns) => meta.insert("namespace".into(), json!(ns)),
+            None => meta.remove("namespace"),
+        };
+        let l = meta.entry("labels").or_insert_with(|| json!({}));
+        for (k, v) in labels {
+            l[k] = json!(v);
+        }
+        let a = meta.entry("annotations").or_insert_with(|| json!({}));
+        for (k, v) in annotations {
+            a[k] = json!(v);
+        }
+        Ok((desired, state))
+    }
+
+    /// Spec down. `Some(outcome)` means the caller should stop and requeue.
+    async fn sync_spec(
+        &self,
+        key: &ObjectKey,
+        remote: &Value,
+        local: Option<&DynamicObject>,
+    ) -> Result<Option<Outcome>, SyncError> {
+        let api_version = self.remote.ar.api_version.as_str();
+        let kind = self.remote.ar.kind.as_str();
+        let local_json = local.map(|l| serde_json::to_value(l).expect("object serializes"));
+        let (desired, state) = self.desired(key, remote, local_json.as_ref())?;
+
+        let Some(local) = local else {
+            return self.create(key, desired, &state).await.map(Some);
+        };
+        let local_ns = local.metadata.namespace.as_deref();
+        let local_name = local.metadata.name.clone().unwrap_or_default();
+        let local_api = self.local_api(local_ns);
+        let last = self
+            .state
+            .get(key, api_version, kind)
+            .await
+            .map_err(kerr("reading sync state of", key))?;
+
+        match last {
+            Some(last) => {
+                let mut p = patch::diff(&without_identity(&last), &without_identity(&state))
+                    .unwrap_or_else(|| json!({}));
+                // Repair sync metadata someone removed from the copy.
+                inject_missing_metadata(&mut p, local, &desired);
+                if p.as_object().is_some_and(|m| m.is_empty()) {
+                    return Ok(None);
+                }
+                local_api
+                    .patch(&local_name, &PatchParams::default(), &Patch::Merge(&p))
+                    .await
+                    .map_err(kerr("patching service copy of", key))?;
+                info!(%key, local = %local_name, "synced spec change to the service cluster");
+            }
+            None => {
+                // No usable state: take kcp's content wholesale, merge metadata.
+                let mut obj = local_json.expect("local exists");
+                for (k, v) in desired.as_object().expect("object") {
+                    if !matches!(
+                        k.as_str(),
+                        "apiVersion" | "kind" | "metadata" | "status" | "scale"
+                    ) {
+                        obj[k] = v.clone();
+                    }
+                }
+                for field in ["labels", "annotations"] {
+                    if let Some(m) = desired["metadata"][field].as_object() {
+                        let target = obj["metadata"]
+                            .as_object_mut()
+                            .expect("metadata")
+                            .entry(field)
+                            .or_insert_with(|| json!({}));
+                        for (k, v) in m {
+                            target[k] = v.clone();
+                        }
+                    }
+                }
+                local_api
+                    .replace(
+                        &local_name,
+                        &PostParams::default(),
+                        &serde_json::from_value(obj).expect("valid object"),
+                    )
+                    .await
+                    .map_err(kerr("updating service copy of", key))?;
+                info!(%key, local = %local_name, "updated service copy (no previous state)");
+            }
+        }
+        self.state
+            .put(key, api_version, kind, &state)
+            .await
+            .map_err(kerr("storing sync state of", key))?;
+        Ok(Some(Outcome::Requeue(Duration::ZERO)))
+    }
+
+    async fn create(
+        &self,
+        key: &ObjectKey,
+        desired: Value,
+        state: &Value,
+    ) -> Result<Outcome, SyncError> {
+        let ns = desired
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let name = desired
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if let Some(ns) = &ns {
+            self.ensure_namespace(ns).await?;
+        }
+        let api = self.local_api(ns.as_deref());
+        let obj: DynamicObject = serde_json::from_value(desired.clone()).expect("valid object");
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(_) => {
+                info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster")
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Adopt an existing object: take over its identity metadata.
+                let mut existing = api
+                    .get(&name)
+                    .await
+                    .map_err(kerr("reading existing copy of", key))?;
+                if existing.metadata.deletion_timestamp.is_some() {
+                    return Ok(Outcome::Requeue(REQUEUE_SOON));
+                }
+                let (labels, annotations) = self.sync_metadata(key);
+                existing
+                    .metadata
+                    .labels
+                    .get_or_insert_with(Default::default)
+                    .extend(labels);
+                existing
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .extend(annotations);
+                api.replace(&name, &PostParams::default(), &existing)
+                    .await
+                    .map_err(kerr("adopting existing copy of", key))?;
+                info!(%key, local = %name, "adopted existing object on the service cluster");
+            }
+            Err(e) => return Err(kerr("creating service copy of", key)(e)),
+        }
+        let api_version = self.remote.ar.api_version.as_str();
+        let kind = self.remote.ar.kind.as_str();
+        self.state
+            .put(key, api_version, kind, state)
+            .await
+            .map_err(kerr("storing sync state of", key))?;
+        Ok(Outcome::Requeue(Duration::ZERO))
+    }
+
+    async fn ensure_namespace(&self, ns: &str) -> Result<(), SyncError> {
+        let api: Api<Namespace> = Api::all(self.service.clone());
+        if api
+            .get_opt(ns)
+            .await
+            .map_err(kerr("reading namespace", ns))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let n = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        match api.create(&PostParams::default(), &n).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+            Err(e) => Err(kerr("creating namespace", ns)(e)),
+        }
+    }
+
+    /// Status up: replace the kcp object's status with the copy's.
+    async fn sync_status(
+        &self,
+        key: &ObjectKey,
+        kcp_api: &Api<DynamicObject>,
+        remote: &Value,
+        local: &DynamicObject,
+    ) -> Result<(), SyncError> {
+        let mut local_json = serde_json::to_value(local).expect("object serializes");
+        if let Some(m) = &self.mutator {
+            m.mutate_status(&key.cluster, &mut local_json, Some(remote))
+                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+        }
+        let status = local_json.get("status").cloned().unwrap_or(Value::Null);
+        let current = remote.get("status").cloned().unwrap_or(Value::Null);
+        if status == current || status.is_null() {
+            return Ok(());
+        }
+        let mut updated = remote.clone();
+        updated["status"] = status;
+        kcp_api
+            .replace_status(
+                &key.name,
+                &PostParams::default(),
+                &serde_json::from_value(updated).expect("valid object"),
+            )
+            .await
+            .map_err(kerr("updating status in kcp of", key))?;
+        info!(%key, "synced status to kcp");
+        Ok(())
+    }
+}
+
+/// apiVersion/kind/name/namespace differ between kcp and service sides by
+/// design; they are never part of a patch.
+fn without_identity(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("name");
+        meta.remove("namespace");
+    }
+    v
+}
+
+fn inject_missing_metadata(patch: &mut Value, local: &DynamicObject, desired: &Value) {
+    let have_l = local.metadata.labels.clone().unwrap_or_default();
+    let have_a = local.metadata.annotations.clone().unwrap_or_default();
+    for (field, have) in [("labels", have_l), ("annotations", have_a)] {
+        let Some(want) = desired["metadata"][field].as_object() else {
+            continue;
+        };
+        for (k, v) in want {
+            let is_sync_key = k.starts_with("syncagent.kcp.io/");
+            if is_sync_key && have.get(k).map(|s| json!(s)) != Some(v.clone()) {
+                let obj = patch.as_object_mut().expect("patch is an object");
+                let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+                let m = meta
+                    .as_object_mut()
+                    .expect("metadata")
+                    .entry(field)
+                    .or_insert_with(|| json!({}));
+                m[k] = v.clone();
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The binary's command line: bad input exits non-zero with one line that
+//! names the flag and the fix.
+
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn missing_required_flag_names_it() {
+    let (code, err) = run(&[
+        "sync",
+        "--namespace",
+        "x",
+        "--apiexportendpointslice-ref",
+        "y",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--kcp-kubeconfig"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+
+    let (code, err) = run(&["init"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--config-workspace"), "{err}");
+}
+
+#[test]
+fn kcp_kubeconfig_must_point_at_a_workspace() {
+    let dir = std::env::temp_dir().join(format!("sw-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kc = dir.join("kc.yaml");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: t}\n",
+    )
+    .unwrap();
+    let (code, err) = run(&[
+        "sync",
+        "--kcp-kubeconfig",
+        kc.to_str().unwrap(),
+        "--kubeconfig",
+        kc.to_str().unwrap(),
+        "--namespace",
+        "x",
+        "--apiexportendpointslice-ref",
+        "y",
+        "--metrics-address=0",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--kcp-kubeconfig") && err.contains("/clusters/"),
+        "{err}"
+    );
+}
+
+#[test]
+fn go_style_booleans_and_bad_values() {
+    let (code, err) = run(&["sync", "--enable-leader-election=maybe"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--enable-leader-election"), "{err}");
+    let (code, err) = run(&[
+        "sync",
+        "--disabled-controllers=nope",
+        "--kcp-kubeconfig=a",
+        "--namespace=b",
+        "--apiexportendpointslice-ref=c",
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--disabled-controllers") && err.contains("apiresourceschema"),
+        "{err}"
+    );
+}

@@ -1,0 +1,312 @@
+//! Syncing objects from consumer workspaces to the service cluster and back.
+
+use std::time::Duration;
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use sha3::{Digest, Sha3_256};
+use syncweave_tests::*;
+
+use crate::env::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn sha3short(s: &str) -> String {
+    hex::encode(Sha3_256::digest(s.as_bytes()))[..20].to_string()
+}
+
+fn crontab(name: &str, image: &str) -> Value {
+    json!({
+        "apiVersion": "example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"cronSpec": "* * * * */5", "image": image, "replicas": 1},
+    })
+}
+
+fn service_crontabs(env: &Env, namespace: &str) -> Api<DynamicObject> {
+    dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some(namespace),
+    )
+}
+
+async fn wait_for_copy(api: &Api<DynamicObject>, name: &str, what: &str) -> DynamicObject {
+    eventually(what, WAIT, || async { get_opt(api, name).await }).await
+}
+
+/// The PublishedResource becomes an APIResourceSchema in the provider
+/// workspace, listed in the APIExport and recorded in the PR's status.
+#[tokio::test(flavor = "multi_thread")]
+async fn publishes_schema_into_apiexport() {
+    let env = Env::start("schema").await;
+    env.publish().await;
+
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    let schema_name = eventually("status.resourceSchemaName", WAIT, || async {
+        let pr = get_opt(&prs, "publish-crontabs").await?;
+        Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
+    })
+    .await;
+    assert!(schema_name.starts_with('v'), "{schema_name}");
+    assert!(
+        schema_name.ends_with(".crontabs.example.com"),
+        "{schema_name}"
+    );
+    let hash = schema_name.split('.').next().unwrap();
+    assert_eq!(hash.len(), 9, "v + 8 hex: {schema_name}");
+
+    let provider = kcp().client(&env.provider.path).await.unwrap();
+    let schemas = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIResourceSchema"),
+        "apiresourceschemas",
+        None,
+    );
+    let ars = schemas
+        .get(&schema_name)
+        .await
+        .expect("APIResourceSchema exists in the provider workspace");
+    assert_eq!(str_at(&ars, "/spec/group"), Some("example.com"));
+    assert_eq!(str_at(&ars, "/spec/names/kind"), Some("CronTab"));
+    assert_eq!(str_at(&ars, "/spec/versions/0/name"), Some("v1"));
+    assert_eq!(
+        str_at(&ars, "/metadata/labels/syncagent.kcp.io~1agent-name"),
+        Some(AGENT_NAME)
+    );
+
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    eventually("APIExport lists the schema", WAIT, || {
+        let (exports, schema_name) = (exports.clone(), schema_name.clone());
+        async move {
+            let e = exports.get(EXPORT).await.map_err(|e| e.to_string())?;
+            let listed = e
+                .data
+                .pointer("/spec/latestResourceSchemas")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|s| s == &json!(schema_name)));
+            Ok(listed.then_some(()))
+        }
+    })
+    .await;
+}
+
+/// The whole lifecycle of one object: accepted (finalizer), placed on the
+/// service cluster under upstream's default name with sync metadata, spec
+/// changes go down, local-only changes survive, status comes up, and
+/// deleting in kcp removes the copy before the kcp object goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn syncs_object_lifecycle() {
+    let env = Env::start("lifecycle").await;
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp_crontabs = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    kcp_crontabs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("my-crontab", "image-1")).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // Down: namespace = consumer's logical cluster, name = sha3short(ns)-sha3short(name).
+    let local_name = format!("{}-{}", sha3short("default"), sha3short("my-crontab"));
+    let local_api = service_crontabs(&env, &consumer.cluster);
+    let copy = wait_for_copy(&local_api, &local_name, "copy on the service cluster").await;
+    assert_eq!(str_at(&copy, "/spec/image"), Some("image-1"));
+    let labels = copy.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels
+            .get("syncagent.kcp.io/agent-name")
+            .map(String::as_str),
+        Some(AGENT_NAME)
+    );
+    assert_eq!(
+        labels.get("syncagent.kcp.io/remote-object-cluster"),
+        Some(&consumer.cluster)
+    );
+    let ann = copy.metadata.annotations.clone().unwrap_or_default();
+    assert_eq!(
+        ann.get("syncagent.kcp.io/remote-object-name")
+            .map(String::as_str),
+        Some("my-crontab")
+    );
+    assert_eq!(
+        ann.get("syncagent.kcp.io/remote-object-namespace")
+            .map(String::as_str),
+        Some("default")
+    );
+    assert!(
+        !ann.contains_key("kcp.io/cluster"),
+        "kcp's own annotations are stripped"
+    );
+
+    let obj = kcp_crontabs.get("my-crontab").await.unwrap();
+    assert!(
+        obj.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"syncagent.kcp.io/cleanup".to_string())
+    );
+
+    // A field set only on the service cluster survives later syncs.
+    local_api
+        .patch(
+            &local_name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": 7}})),
+        )
+        .await
+        .unwrap();
+
+    // Spec change in kcp propagates down.
+    kcp_crontabs
+        .patch(
+            "my-crontab",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"image": "image-2"}})),
+        )
+        .await
+        .unwrap();
+    eventually("spec change on the service cluster", WAIT, || async {
+        let c = get_opt(&local_api, &local_name).await?;
+        Ok(c.filter(|c| str_at(c, "/spec/image") == Some("image-2")))
+    })
+    .await;
+    let copy = local_api.get(&local_name).await.unwrap();
+    assert_eq!(
+        copy.data.pointer("/spec/replicas"),
+        Some(&json!(7)),
+        "local-only change kept"
+    );
+
+    // Status set on the service cluster shows up in kcp.
+    let mut with_status = copy.clone();
+    with_status.data["status"] = json!({"phase": "Running", "lastRun": "never"});
+    local_api
+        .replace_status(&local_name, &PostParams::default(), &with_status)
+        .await
+        .unwrap();
+    eventually("status in kcp", WAIT, || async {
+        let o = get_opt(&kcp_crontabs, "my-crontab").await?;
+        Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
+    })
+    .await;
+
+    // Deleting in kcp deletes the copy, then releases the finalizer.
+    kcp_crontabs
+        .delete("my-crontab", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("copy deleted on the service cluster", WAIT, || async {
+        Ok(get_opt(&local_api, &local_name)
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    eventually("kcp object gone", WAIT, || async {
+        Ok(get_opt(&kcp_crontabs, "my-crontab")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+}
+
+/// Objects with the same namespace/name in two workspaces are two objects:
+/// each gets its own copy, and changing or deleting one leaves the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn same_name_in_two_workspaces() {
+    let env = Env::start("twows").await;
+    env.publish().await;
+    let (ws_a, client_a) = env.consumer("consumer-a").await;
+    let (ws_b, client_b) = env.consumer("consumer-b").await;
+    assert_ne!(ws_a.cluster, ws_b.cluster);
+    let api_a = dynamic_api(
+        &client_a,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    let api_b = dynamic_api(
+        &client_b,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    api_a
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("shared", "from-a")).unwrap(),
+        )
+        .await
+        .unwrap();
+    api_b
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("shared", "from-b")).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let local_name = format!("{}-{}", sha3short("default"), sha3short("shared"));
+    let local_a = service_crontabs(&env, &ws_a.cluster);
+    let local_b = service_crontabs(&env, &ws_b.cluster);
+    let copy_a = wait_for_copy(&local_a, &local_name, "copy of consumer-a's object").await;
+    let copy_b = wait_for_copy(&local_b, &local_name, "copy of consumer-b's object").await;
+    assert_eq!(str_at(&copy_a, "/spec/image"), Some("from-a"));
+    assert_eq!(str_at(&copy_b, "/spec/image"), Some("from-b"));
+
+    // Status goes back to the right workspace only.
+    let mut s = copy_a.clone();
+    s.data["status"] = json!({"phase": "A-only"});
+    local_a
+        .replace_status(&local_name, &PostParams::default(), &s)
+        .await
+        .unwrap();
+    eventually("status in consumer-a", WAIT, || async {
+        let o = get_opt(&api_a, "shared").await?;
+        Ok(o.filter(|o| str_at(o, "/status/phase") == Some("A-only")))
+    })
+    .await;
+    let b = api_b.get("shared").await.unwrap();
+    assert_eq!(
+        str_at(&b, "/status/phase"),
+        None,
+        "consumer-b's status untouched"
+    );
+
+    api_a
+        .delete("shared", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("consumer-a's copy deleted", WAIT, || async {
+        Ok(get_opt(&local_a, &local_name)
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    assert!(
+        get_opt(&local_b, &local_name).await.unwrap().is_some(),
+        "consumer-b's copy kept"
+    );
+}

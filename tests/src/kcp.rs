@@ -1,0 +1,267 @@
+//! Starting and talking to a real kcp.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+use crate::resources::{dynamic_api, gvk};
+
+/// A running kcp. Lives for the whole test process.
+pub struct Kcp {
+    pub root_dir: PathBuf,
+    pub log_file: PathBuf,
+    /// `https://127.0.0.1:<port>` (no path).
+    pub base_url: String,
+    admin_kubeconfig: Kubeconfig,
+}
+
+/// A workspace created for a test.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// e.g. `root:e2e-123:provider`.
+    pub path: String,
+    /// The logical-cluster name (Workspace `spec.cluster`).
+    pub cluster: String,
+}
+
+static KCP: OnceLock<Result<Kcp, String>> = OnceLock::new();
+
+/// The shared kcp of this test process, started on first use. Panics with
+/// the reason (and the tail of kcp's log) if it cannot start: a test that
+/// needs kcp fails, it never silently skips.
+pub fn kcp() -> &'static Kcp {
+    // Started on a plain thread: tests call this from inside their runtime,
+    // and start-up drives its own small runtime for the readiness checks.
+    let init = || {
+        std::thread::spawn(|| start().map_err(|e| format!("{e:#}")))
+            .join()
+            .unwrap_or_else(|_| Err("kcp start-up thread panicked".into()))
+    };
+    match KCP.get_or_init(init) {
+        Ok(k) => k,
+        Err(e) => panic!("cannot start kcp for e2e tests: {e}"),
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Where `tests/setup.sh` put kcp, or $SYNCWEAVE_KCP_BIN.
+pub fn kcp_binary() -> Result<PathBuf> {
+    if let Ok(p) = std::env::var("SYNCWEAVE_KCP_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let tools = std::env::var("SYNCWEAVE_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/syncweave")
+        });
+    let bin = tools.join("kcp");
+    if !bin.exists() {
+        bail!(
+            "kcp binary not found at {} (run tests/setup.sh, or set SYNCWEAVE_KCP_BIN)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start() -> Result<Kcp> {
+    let bin = kcp_binary()?;
+    let root_dir = repo_root()
+        .join("target/e2e-kcp")
+        .join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&root_dir);
+    std::fs::create_dir_all(&root_dir)?;
+    let (port, etcd_client, etcd_peer) = (free_port()?, free_port()?, free_port()?);
+    let log_file = root_dir.join("kcp.log");
+    let log = std::fs::File::create(&log_file)?;
+
+    let mut cmd = Command::new(&bin);
+    cmd.args(["start", "--bind-address", "127.0.0.1"])
+        .arg("--root-directory")
+        .arg(root_dir.join("data"))
+        .arg(format!("--secure-port={port}"))
+        .arg(format!("--embedded-etcd-client-port={etcd_client}"))
+        .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    spawn_owned(cmd).with_context(|| format!("starting {}", bin.display()))?;
+
+    let kubeconfig_path = root_dir.join("data/admin.kubeconfig");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    loop {
+        if Instant::now() > deadline {
+            bail!(
+                "kcp did not become ready within 180s; last log lines:\n{}",
+                tail(&log_file, 30)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        if !kubeconfig_path.exists() {
+            continue;
+        }
+        let Ok(kc) = Kubeconfig::read_from(&kubeconfig_path) else {
+            continue;
+        };
+        let base_url = format!("https://127.0.0.1:{port}");
+        let k = Kcp {
+            root_dir: root_dir.clone(),
+            log_file: log_file.clone(),
+            base_url,
+            admin_kubeconfig: kc,
+        };
+        let ready = rt.block_on(async {
+            let client = k.client("root").await?;
+            let req = http::Request::get("/readyz").body(vec![])?;
+            let text = client.request_text(req).await?;
+            if text.trim() != "ok" {
+                return Err(anyhow!("readyz: {text}"));
+            }
+            // Workspaces must be listable too, not just the health endpoint.
+            let api = dynamic_api(
+                &client,
+                &gvk("tenancy.kcp.io", "v1alpha1", "Workspace"),
+                "workspaces",
+                None,
+            );
+            api.list(&Default::default()).await?;
+            Ok::<_, anyhow::Error>(())
+        });
+        if ready.is_ok() {
+            return Ok(k);
+        }
+    }
+}
+
+/// Spawn a process that dies with the test process. The child is spawned
+/// from a thread that never exits, because PR_SET_PDEATHSIG fires when the
+/// *thread* that forked it ends, and test threads end all the time.
+pub(crate) fn spawn_owned(mut cmd: Command) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                let _ = tx.send(Ok(child.id()));
+                let _ = child.wait();
+                // Keep the thread alive: its exit would kill later children
+                // if it were reused, and it costs nothing parked.
+                loop {
+                    std::thread::park();
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        }
+    });
+    Ok(rx.recv()??)
+}
+
+pub(crate) fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Kcp {
+    /// kube Config for a workspace path (or logical-cluster name), e.g. `root:org:ws`.
+    pub async fn config(&self, workspace: &str) -> Result<Config> {
+        let mut cfg = Config::from_custom_kubeconfig(
+            self.admin_kubeconfig.clone(),
+            &KubeConfigOptions {
+                context: Some("root".into()),
+                ..Default::default()
+            },
+        )
+        .await?;
+        cfg.cluster_url = format!("{}/clusters/{workspace}", self.base_url).parse()?;
+        Ok(cfg)
+    }
+
+    pub async fn client(&self, workspace: &str) -> Result<Client> {
+        Ok(Client::try_from(self.config(workspace).await?)?)
+    }
+
+    /// Write a kubeconfig whose server points at `workspace`, for the agent.
+    pub fn write_kubeconfig(&self, workspace: &str, path: &Path) -> Result<()> {
+        let mut kc = self.admin_kubeconfig.clone();
+        let server = format!("{}/clusters/{workspace}", self.base_url);
+        for c in &mut kc.clusters {
+            if let Some(cluster) = c.cluster.as_mut() {
+                cluster.server = Some(server.clone());
+            }
+        }
+        kc.current_context = Some("root".into());
+        let yaml = serde_yaml_ng::to_string(&kc)?;
+        std::fs::File::create(path)?.write_all(yaml.as_bytes())?;
+        Ok(())
+    }
+
+    /// Create a workspace under `parent` and wait until it is Ready.
+    pub async fn create_workspace(&self, parent: &str, name: &str) -> Result<Workspace> {
+        let client = self.client(parent).await?;
+        let api = dynamic_api(
+            &client,
+            &gvk("tenancy.kcp.io", "v1alpha1", "Workspace"),
+            "workspaces",
+            None,
+        );
+        let obj = serde_json::from_value(json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {"name": name},
+            "spec": {},
+        }))?;
+        match api.create(&Default::default(), &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(e).with_context(|| format!("creating workspace {parent}:{name}")),
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ws = api.get(name).await?;
+            let phase = ws.data.pointer("/status/phase").and_then(|v| v.as_str());
+            let cluster = ws.data.pointer("/spec/cluster").and_then(|v| v.as_str());
+            if let (Some("Ready"), Some(cluster)) = (phase, cluster) {
+                return Ok(Workspace {
+                    path: format!("{parent}:{name}"),
+                    cluster: cluster.to_string(),
+                });
+            }
+            if Instant::now() > deadline {
+                bail!("workspace {parent}:{name} not Ready after 60s (phase {phase:?})");
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Small helpers for working with arbitrary Kubernetes objects in tests.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::discovery::pinned_kind;
+use serde_json::Value;
+
+pub fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+/// An Api for a resource whose plural is known (no discovery round trip).
+pub fn dynamic_api(
+    client: &Client,
+    gvk: &GroupVersionKind,
+    plural: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(gvk, plural);
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// Resolve an object's resource through discovery and return an Api for it.
+pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>> {
+    let api_version = obj["apiVersion"]
+        .as_str()
+        .ok_or_else(|| anyhow!("object without apiVersion"))?;
+    let kind = obj["kind"]
+        .as_str()
+        .ok_or_else(|| anyhow!("object without kind"))?;
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let (ar, caps) = pinned_kind(client, &gvk(group, version, kind))
+        .await
+        .with_context(|| format!("discovering {api_version} {kind}"))?;
+    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+    Ok(match (caps.scope, ns) {
+        (kube::discovery::Scope::Namespaced, Some(ns)) => {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        }
+        _ => Api::all_with(client.clone(), &ar),
+    })
+}
+
+/// Server-side apply every document of a YAML/JSON manifest.
+pub async fn apply_yaml(client: &Client, yaml: &str) -> Result<Vec<DynamicObject>> {
+    let mut out = Vec::new();
+    for doc in serde_yaml_ng::Deserializer::from_str(yaml) {
+        let v: Value = serde::Deserialize::deserialize(doc)?;
+        if v.is_null() {
+            continue;
+        }
+        out.push(apply(client, &v).await?);
+    }
+    Ok(out)
+}
+
+pub async fn apply(client: &Client, obj: &Value) -> Result<DynamicObject> {
+    let api = api_for(client, obj).await?;
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("object without name"))?;
+    api.patch(
+        name,
+        &PatchParams::apply("syncweave-e2e").force(),
+        &Patch::Apply(obj),
+    )
+    .await
+    .with_context(|| format!("applying {} {name}", obj["kind"]))
+}
+
+/// Apply CRDs and wait until each is Established.
+pub async fn apply_crds(client: &Client, yaml: &str) -> Result<()> {
+    let crds = apply_yaml(client, yaml).await?;
+    let api = dynamic_api(
+        client,
+        &gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+        None,
+    );
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let mut established = false;
+        for _ in 0..120 {
+            let c = api.get(&name).await?;
+            established = c
+                .data
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                });
+            if established {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        anyhow::ensure!(established, "CRD {name} not Established after 30s");
+    }
+    Ok(())
+}
+
+/// Get an object, mapping 404 to None.
+pub async fn get_opt(
+    api: &Api<DynamicObject>,
+    name: &str,
+) -> Result<Option<DynamicObject>, String> {
+    api.get_opt(name).await.map_err(|e| e.to_string())
+}
+
+/// Read a string at a JSON pointer of an object.
+pub fn str_at<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<&'a str> {
+    obj.data.pointer(pointer).and_then(Value::as_str)
+}
