@@ -223,6 +223,12 @@ pub fn to_gjson_string(value: Option<&Value>) -> String {
     }
 }
 
+/// Checks that `path` can be used with [`set`] and [`delete`] (no wildcards, no `#`,
+/// not empty), e.g. when validating a config.
+pub fn check_writable(path: &str) -> Result<(), PathError> {
+    writable(path).map(drop)
+}
+
 fn writable(path: &str) -> Result<Vec<Segment>, PathError> {
     if path.is_empty() {
         return Err(PathError::Empty);
@@ -476,6 +482,8 @@ mod tests {
             })
         );
         assert_eq!(set(&mut d, "", json!(1)), Err(PathError::Empty));
+        assert_eq!(check_writable("a.*.b"), Err(PathError::Wildcard { path: "a.*.b".into() }));
+        assert_eq!(check_writable(r"spec.a\.b.0"), Ok(()));
         set(&mut d, r"a\*", json!(1)).unwrap();
         assert_eq!(d, json!({"a": [], "a*": 1}));
     }

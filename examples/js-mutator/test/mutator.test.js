@@ -1,0 +1,41 @@
+// Unit tests for mutator.js: `node --test` in examples/js-mutator.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { ConfigError, EXAMPLE, InputError, mutate, parseConfig } from '../mutator.js';
+
+const run = (config, obj) => JSON.parse(mutate(JSON.stringify(config), JSON.stringify(obj)));
+
+test('the published example holds', () => {
+  assert.deepEqual(run(EXAMPLE.config, EXAMPLE.input), EXAMPLE.expected);
+});
+
+test('creates labels and skips a missing annotation', () => {
+  const out = run(
+    { label: { key: 'app.kubernetes.io/team', value: 'x' }, copyAnnotation: { from: 'a', to: 'b' } },
+    { metadata: { name: 'n' } },
+  );
+  assert.deepEqual(out, { metadata: { name: 'n', labels: { 'app.kubernetes.io/team': 'x' } } });
+});
+
+test('config errors name the field', () => {
+  const cases = [
+    ['', 'config must be an object'],
+    ['{', 'not valid JSON'],
+    ['{}', "missing field 'label'"],
+    ['{"label": {"key": "", "value": ""}}', 'label.key must not be empty'],
+    ['{"label": {"key": "k", "value": 1}}', 'label.value must be a string'],
+    ['{"label": {"key": "k", "value": "v"}, "extra": 1}', "unknown field 'extra'"],
+    ['{"label": {"key": "k", "value": "v"}, "copyAnnotation": {"from": "a"}}', "missing field 'to'"],
+  ];
+  for (const [text, message] of cases) {
+    assert.throws(() => parseConfig(text), (err) => err instanceof ConfigError && err.message.includes(message), text);
+  }
+});
+
+test('input errors', () => {
+  const config = JSON.stringify({ label: { key: 'k', value: 'v' } });
+  for (const text of ['[1]', 'nope', '{"metadata": 3}']) {
+    assert.throws(() => mutate(config, text), InputError, text);
+  }
+});

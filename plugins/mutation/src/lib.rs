@@ -1,0 +1,102 @@
+//! Built-in mutator: upstream PublishedResource mutation rules.
+//!
+//! Config: a list of rules applied in order, or upstream's `mutation` block
+//! `{"spec": [rules], "status": [rules]}` (spec rules run on calls from kcp to the
+//! service cluster, status rules on calls back). Each rule sets one of:
+//! - `{"delete": {"path"}}` removes the value at `path`;
+//! - `{"regex": {"path", "pattern", "replacement"}}` runs Go's `ReplaceAllString` on the
+//!   value (coerced to a string, objects as JSON) and stores the string; an empty
+//!   pattern stores `replacement` as is;
+//! - `{"template": {"path", "template"}}` renders an html/template-escaped Go template
+//!   with `.Value` (a gjson result: `.Value.String`, `.Value.Int`, …), `.LocalObject`
+//!   (the object being mutated) and `.RemoteObject` (the other object), and stores the
+//!   trimmed output as a string;
+//! - `{"cel": {"path", "expression"}}` evaluates CEL with `value` (the current value,
+//!   numbers as doubles like gjson), `self` and `other` (null when absent) and stores
+//!   the typed result.
+//!
+//! Paths use gjson/sjson syntax (see `syncweave_plugin::path`). If a rule sets several
+//! mechanisms the first of delete, regex, template, cel wins, as upstream.
+use syncweave_plugin::{Context, Fixture, Mutator, PluginError, PluginInfo, Value, json};
+
+pub mod goregex;
+pub mod rules;
+
+use rules::RuleSet;
+
+/// The built-in mutation plugin.
+pub struct Mutation;
+
+impl Mutator for Mutation {
+    fn info() -> PluginInfo {
+        let rule_schema = |props: Value, required: Value| json!({"type": "object", "additionalProperties": false, "required": required, "properties": props});
+        let rule = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "delete": rule_schema(json!({"path": {"type": "string"}}), json!(["path"])),
+                "regex": rule_schema(
+                    json!({"path": {"type": "string"}, "pattern": {"type": "string"}, "replacement": {"type": "string"}}),
+                    json!(["path"])
+                ),
+                "template": rule_schema(
+                    json!({"path": {"type": "string"}, "template": {"type": "string"}}),
+                    json!(["path"])
+                ),
+                "cel": rule_schema(
+                    json!({"path": {"type": "string"}, "expression": {"type": "string"}}),
+                    json!(["path", "expression"])
+                )
+            }
+        });
+        let rules = json!({"type": "array", "items": rule});
+        syncweave_plugin::plugin_info!(
+            "Applies upstream PublishedResource mutation rules (delete, regex, template, cel) in order"
+        )
+        .config_schema(json!({
+            "oneOf": [
+                rules,
+                {"type": "object", "additionalProperties": false,
+                 "properties": {"spec": rules, "status": rules}}
+            ]
+        }))
+        .example(
+            Fixture::new(
+                "rewrite a secret name and drop a field",
+                json!([
+                    {"regex": {"path": "spec.secretName", "pattern": "^(.*)$", "replacement": "kcp-$1"}},
+                    {"delete": {"path": "spec.debug"}},
+                    {"cel": {"path": "spec.replicas", "expression": "self.spec.replicas * 2"}},
+                    {"template": {"path": "metadata.annotations.owner", "template": "{{ upper .LocalObject.metadata.name }}"}}
+                ]),
+                json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                       "metadata": {"name": "demo", "namespace": "default"},
+                       "spec": {"secretName": "creds", "debug": true, "replicas": 2}}),
+            )
+            .expect(json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                           "metadata": {"name": "demo", "namespace": "default", "annotations": {"owner": "DEMO"}},
+                           "spec": {"secretName": "kcp-creds", "replicas": 4}})),
+        )
+    }
+
+    fn validate_config(config: &Value) -> Result<(), String> {
+        RuleSet::parse(config)?.check()
+    }
+
+    fn mutate(
+        ctx: &Context,
+        config: &Value,
+        object: Value,
+        other: Option<Value>,
+    ) -> Result<Value, PluginError> {
+        let set = RuleSet::parse(config).map_err(PluginError::InvalidConfig)?;
+        let (list, raw) = set.for_direction(ctx.direction);
+        let compiled = rules::compile(list, raw).map_err(PluginError::InvalidConfig)?;
+        rules::apply(&compiled, object, other.as_ref())
+    }
+}
+
+syncweave_plugin::mutator!(Mutation);
+
+#[cfg(test)]
+mod tests;
