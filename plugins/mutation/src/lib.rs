@@ -89,6 +89,11 @@ impl Mutator for Mutation {
         object: Value,
         other: Option<Value>,
     ) -> Result<Value, PluginError> {
+        if !object.is_object() {
+            return Err(PluginError::InvalidInput(
+                "the object must be a JSON object".into(),
+            ));
+        }
         let set = RuleSet::parse(config).map_err(PluginError::InvalidConfig)?;
         let (list, raw) = set.for_direction(ctx.direction);
         let compiled = rules::compile(list, raw).map_err(PluginError::InvalidConfig)?;

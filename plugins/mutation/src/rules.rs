@@ -208,14 +208,16 @@ pub fn apply(
     Ok(object)
 }
 
-fn internal(rule: &Rule, err: impl std::fmt::Display) -> PluginError {
-    PluginError::Internal(format!("{}: {err}", rule.label))
+/// Paths are checked when the rules are compiled, so a path that still cannot be written
+/// meets data of the wrong shape (e.g. a key on an array).
+fn bad_shape(rule: &Rule, err: impl std::fmt::Display) -> PluginError {
+    PluginError::InvalidInput(format!("{}: {err}", rule.label))
 }
 
 fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<Value, PluginError> {
     match &rule.action {
         Action::Delete => {
-            path::delete(&mut object, &rule.path).map_err(|e| internal(rule, e))?;
+            path::delete(&mut object, &rule.path).map_err(|e| bad_shape(rule, e))?;
         }
         Action::Regex { regex, replacement } => {
             let new = match regex {
@@ -229,7 +231,7 @@ fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<V
                         .into_owned()
                 }
             };
-            path::set(&mut object, &rule.path, json!(new)).map_err(|e| internal(rule, e))?;
+            path::set(&mut object, &rule.path, json!(new)).map_err(|e| bad_shape(rule, e))?;
         }
         Action::Template(template) => {
             let data = gotmpl::Record::new(
@@ -266,7 +268,7 @@ fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<V
                     ))
                 })?;
             path::set(&mut object, &rule.path, json!(rendered.trim()))
-                .map_err(|e| internal(rule, e))?;
+                .map_err(|e| bad_shape(rule, e))?;
         }
         Action::Cel(program) => {
             let mut ctx = cel::Context::default();
@@ -293,7 +295,7 @@ fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<V
                     rule.label
                 ))
             })?;
-            path::set(&mut object, &rule.path, out).map_err(|e| internal(rule, e))?;
+            path::set(&mut object, &rule.path, out).map_err(|e| bad_shape(rule, e))?;
         }
     }
     Ok(object)

@@ -331,6 +331,20 @@ fn direction_selects_spec_or_status_rules() {
 }
 
 #[test]
+fn data_of_the_wrong_shape_is_invalid_input() {
+    let err = mutate(regex("spec.name", "", "x"), json!({"spec": [1]}), None).unwrap_err();
+    assert!(
+        matches!(err, PluginError::InvalidInput(ref m) if m.contains("cannot use key \"name\" on an array")),
+        "{err}"
+    );
+    let err = mutate(json!([]), json!([1]), None).unwrap_err();
+    assert_eq!(
+        err,
+        PluginError::InvalidInput("the object must be a JSON object".into())
+    );
+}
+
+#[test]
 fn null_config_changes_nothing() {
     assert_eq!(mutate(json!(null), crontab(), None).unwrap(), crontab());
 }

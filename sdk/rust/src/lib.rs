@@ -4,7 +4,7 @@
 //! `wit/plugin.wit` (mutator, namer, projector or renderer). With this crate a plugin
 //! is a plain Rust type implementing one role trait, plus one macro call:
 //!
-//! ```ignore
+//! ```
 //! use syncweave_plugin::{Context, Mutator, PluginError, PluginInfo, Value, path};
 //!
 //! pub struct AddLabel;
@@ -21,6 +21,11 @@
 //! }
 //!
 //! syncweave_plugin::mutator!(AddLabel);
+//! # fn main() {
+//! #     let out = syncweave_plugin::testing::mutate::<AddLabel>(
+//! #         &Context::fixture(), &syncweave_plugin::json!({"team": "a"}), &syncweave_plugin::json!({}), None);
+//! #     assert_eq!(out.unwrap(), syncweave_plugin::json!({"metadata": {"labels": {"team": "a"}}}));
+//! # }
 //! ```
 //!
 //! The macro generates the component bindings (with wit-bindgen, inside a hidden
@@ -139,6 +144,8 @@ macro_rules! mutator {
         type __SyncweavePlugin = $plugin;
 
         /// Generated component bindings and export glue (syncweave_plugin::mutator!).
+        // Not when collecting doctests: wit-bindgen's generated docs carry examples.
+        #[cfg(not(doctest))]
         #[doc(hidden)]
         #[allow(dead_code, unused_imports, clippy::all)]
         pub mod __syncweave_mutator {
@@ -185,6 +192,8 @@ macro_rules! namer {
         type __SyncweavePlugin = $plugin;
 
         /// Generated component bindings and export glue (syncweave_plugin::namer!).
+        // Not when collecting doctests: wit-bindgen's generated docs carry examples.
+        #[cfg(not(doctest))]
         #[doc(hidden)]
         #[allow(dead_code, unused_imports, clippy::all)]
         pub mod __syncweave_namer {
@@ -234,6 +243,8 @@ macro_rules! projector {
         type __SyncweavePlugin = $plugin;
 
         /// Generated component bindings and export glue (syncweave_plugin::projector!).
+        // Not when collecting doctests: wit-bindgen's generated docs carry examples.
+        #[cfg(not(doctest))]
         #[doc(hidden)]
         #[allow(dead_code, unused_imports, clippy::all)]
         pub mod __syncweave_projector {
@@ -277,6 +288,8 @@ macro_rules! renderer {
         type __SyncweavePlugin = $plugin;
 
         /// Generated component bindings and export glue (syncweave_plugin::renderer!).
+        // Not when collecting doctests: wit-bindgen's generated docs carry examples.
+        #[cfg(not(doctest))]
         #[doc(hidden)]
         #[allow(dead_code, unused_imports, clippy::all)]
         pub mod __syncweave_renderer {

@@ -4,8 +4,10 @@
 //! attaches the plugin's name and bounds the volume). In native unit tests there is
 //! no host: lines are printed to stderr and kept per thread, see [`take_captured`].
 //!
-//! ```ignore
+//! ```
+//! let count = 3;
 //! syncweave_plugin::log!(info, "rewrote {} labels", count);
+//! # assert_eq!(syncweave_plugin::log::take_captured().len(), 1);
 //! ```
 use std::sync::OnceLock;
 

@@ -482,7 +482,12 @@ mod tests {
             })
         );
         assert_eq!(set(&mut d, "", json!(1)), Err(PathError::Empty));
-        assert_eq!(check_writable("a.*.b"), Err(PathError::Wildcard { path: "a.*.b".into() }));
+        assert_eq!(
+            check_writable("a.*.b"),
+            Err(PathError::Wildcard {
+                path: "a.*.b".into()
+            })
+        );
         assert_eq!(check_writable(r"spec.a\.b.0"), Ok(()));
         set(&mut d, r"a\*", json!(1)).unwrap();
         assert_eq!(d, json!({"a": [], "a*": 1}));

@@ -1,7 +1,13 @@
 //! Run a plugin natively, through the same JSON-string adapters the component
 //! exports use, so unit tests exercise exactly what the host will call.
 //!
-//! ```ignore
+//! ```no_run
+//! # use syncweave_plugin::{Context, Mutator, PluginError, PluginInfo, Value};
+//! # struct MyPlugin;
+//! # impl Mutator for MyPlugin {
+//! #     fn info() -> PluginInfo { PluginInfo::new("p", "0", "") }
+//! #     fn mutate(_: &Context, _: &Value, o: Value, _: Option<Value>) -> Result<Value, PluginError> { Ok(o) }
+//! # }
 //! #[test]
 //! fn examples_hold() {
 //!     syncweave_plugin::testing::check_mutator_examples::<MyPlugin>().unwrap();
