@@ -69,6 +69,11 @@ pub const MAX_TEMPLATE_DEPTH: usize = 100;
 /// Largest output a template may produce, against runaway loops and repeats.
 pub const MAX_OUTPUT: usize = 16 << 20;
 
+/// Deepest nesting during execution, counting control-structure bodies and
+/// template calls together (recursive templates inside nested blocks would
+/// otherwise multiply the two limits and exhaust a Wasm guest's stack).
+pub const MAX_EXEC_NESTING: usize = 300;
+
 pub(crate) struct State<'a> {
     tmpl: &'a Template,
     opts: &'a ExecOptions,
@@ -76,6 +81,8 @@ pub(crate) struct State<'a> {
     vars: Vec<(String, Value)>,
     pub out: String,
     depth: usize,
+    /// Bodies and template calls being executed, see [`MAX_EXEC_NESTING`].
+    nesting: usize,
     /// Name of the template being executed (main or a `define`).
     name: String,
     at: At<'a>,
@@ -103,6 +110,7 @@ impl<'a> State<'a> {
             vars: Vec::new(),
             out: String::new(),
             depth: 0,
+            nesting: 0,
             name: tmpl.name.clone(),
             at: At::None,
             iface_dot: false,
@@ -151,6 +159,16 @@ impl<'a> State<'a> {
     }
 
     fn walk(&mut self, dot: &Value, list: &'a [Node]) -> R<()> {
+        self.nesting += 1;
+        let res = self.walk_list(dot, list);
+        self.nesting -= 1;
+        res
+    }
+
+    fn walk_list(&mut self, dot: &Value, list: &'a [Node]) -> R<()> {
+        if self.nesting > MAX_EXEC_NESTING {
+            return self.fail(format!("exceeded maximum execution nesting ({MAX_EXEC_NESTING} levels of blocks and template calls)"));
+        }
         for node in list {
             match node {
                 Node::Text { text } => self.write(text)?,

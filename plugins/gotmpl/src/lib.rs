@@ -26,8 +26,11 @@
 //!   action; it does not track HTML context (attributes, scripts, comments).
 //! - Values are JSON-like (see [`Value`]); functions cannot be values, so the
 //!   `call` builtin always fails. Lists are `[]interface {}` for `typeOf`.
-//! - `{{template}}` calls nest at most [`MAX_TEMPLATE_DEPTH`] deep and output
-//!   is capped at [`MAX_OUTPUT`] bytes (Go has neither limit in practice).
+//! - Guests have small stacks, so nesting is bounded where Go has no limit:
+//!   control structures nest at most [`MAX_CONTROL_DEPTH`] deep (and
+//!   parentheses 100 deep), `{{template}}` calls at most
+//!   [`MAX_TEMPLATE_DEPTH`], both together at most [`MAX_EXEC_NESTING`]; output
+//!   is capped at [`MAX_OUTPUT`] bytes.
 //! - Typed integer parameters accept any integer kind (Go requires an exact
 //!   `int`), so `repeat .count "x"` works on integers from JSON.
 
@@ -43,9 +46,10 @@ mod lex;
 mod parse;
 mod value;
 
-pub use exec::{MAX_OUTPUT, MAX_TEMPLATE_DEPTH, html_escape};
+pub use exec::{MAX_EXEC_NESTING, MAX_OUTPUT, MAX_TEMPLATE_DEPTH, html_escape};
 pub use funcs::{FuncMap, Function, Ty, standard_function_names};
 pub use gjson::GjsonResult;
+pub use parse::MAX_CONTROL_DEPTH;
 pub use value::{MapRef, Object, Record, Value, deep_equal};
 
 /// Deepest nesting of values that printing, JSON encoding and comparisons

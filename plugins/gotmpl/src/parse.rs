@@ -211,6 +211,8 @@ struct Parser<'a> {
     vars: Vec<String>,
     range_depth: usize,
     paren_depth: usize,
+    /// Nesting of if/range/with/block, bounded like parentheses.
+    control_depth: usize,
     has_func: &'a dyn Fn(&str) -> bool,
     defs: HashMap<String, Vec<Node>>,
 }
@@ -218,6 +220,10 @@ struct Parser<'a> {
 /// Deepest nesting of parenthesised pipelines accepted; deeper input would
 /// risk exhausting the guest's stack.
 const MAX_PAREN_DEPTH: usize = 100;
+
+/// Deepest nesting of control structures (if/range/with/block) accepted,
+/// for the same reason; real templates stay far below it.
+pub const MAX_CONTROL_DEPTH: usize = 100;
 
 /// Parses `src`; `has_func` decides which identifiers are functions.
 pub fn parse(src: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Parsed> {
@@ -227,6 +233,7 @@ pub fn parse(src: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<Parsed> {
         vars: vec!["$".into()],
         range_depth: 0,
         paren_depth: 0,
+        control_depth: 0,
         has_func,
         defs: HashMap::new(),
     };
@@ -442,7 +449,26 @@ impl Parser<'_> {
         Ok(Item::Node(Node::Action { pos, pipe }))
     }
 
+    fn enter_control(&mut self) -> PResult<()> {
+        self.control_depth += 1;
+        if self.control_depth > MAX_CONTROL_DEPTH {
+            let pos = self.peek().pos;
+            return self.err(
+                pos,
+                format!("control structures nest more than {MAX_CONTROL_DEPTH} levels deep"),
+            );
+        }
+        Ok(())
+    }
+
     fn control(&mut self, kind: ControlKind) -> PResult<Node> {
+        self.enter_control()?;
+        let node = self.control_inner(kind);
+        self.control_depth -= 1;
+        node
+    }
+
+    fn control_inner(&mut self, kind: ControlKind) -> PResult<Node> {
         let context = match kind {
             ControlKind::If => "if",
             ControlKind::Range => "range",
@@ -515,6 +541,13 @@ impl Parser<'_> {
     }
 
     fn block_control(&mut self) -> PResult<Node> {
+        self.enter_control()?;
+        let node = self.block_control_inner();
+        self.control_depth -= 1;
+        node
+    }
+
+    fn block_control_inner(&mut self) -> PResult<Node> {
         let context = "block clause";
         let t = self.next_non_space();
         let name = self.template_name(&t, context)?;
@@ -1067,6 +1100,24 @@ mod tests {
             p("{{\"a\".b}}").unwrap_err(),
             "unexpected . after term \"\\\"a\\\"\""
         );
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let ok = format!(
+            "{}x{}",
+            "{{if 1}}".repeat(MAX_CONTROL_DEPTH),
+            "{{end}}".repeat(MAX_CONTROL_DEPTH)
+        );
+        assert!(p(&ok).is_ok());
+        let deep = format!(
+            "{}x{}",
+            "{{if 1}}".repeat(MAX_CONTROL_DEPTH + 1),
+            "{{end}}".repeat(MAX_CONTROL_DEPTH + 1)
+        );
+        assert!(p(&deep).unwrap_err().contains("nest more than 100 levels"));
+        let parens = format!("{{{{{}1{}}}}}", "(".repeat(101), ")".repeat(101));
+        assert_eq!(p(&parens).unwrap_err(), "max expression depth exceeded");
     }
 
     #[test]
