@@ -31,6 +31,9 @@
 //!   parentheses 100 deep), `{{template}}` calls at most
 //!   [`MAX_TEMPLATE_DEPTH`], both together at most [`MAX_EXEC_NESTING`]; output
 //!   is capped at [`MAX_OUTPUT`] bytes.
+//! - Strings are always valid UTF-8: byte-offset functions (`trunc`,
+//!   `substr`, `abbrev`) that cut a multi-byte character leave U+FFFD where Go
+//!   would keep the raw bytes (Go's JSON encoding makes the same replacement).
 //! - Typed integer parameters accept any integer kind (Go requires an exact
 //!   `int`), so `repeat .count "x"` works on integers from JSON.
 
@@ -362,6 +365,13 @@ mod tests {
             )
             .unwrap();
         assert_eq!(out, "a,b");
+    }
+
+    #[test]
+    fn parsed_templates_can_be_shared_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Template>();
+        assert_send_sync::<FuncMap>();
     }
 
     #[test]
