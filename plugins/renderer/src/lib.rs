@@ -11,7 +11,10 @@
 //!   text context (`"`→`&#34;`, `'`→`&#39;`, `&`→`&amp;`, `+`→`&#43;`,
 //!   `<`→`&lt;`, `>`→`&gt;`). Defaults to `true` for `gotemplate`, because
 //!   upstream init-agent executes InitTemplates with html/template, and to
-//!   `false` for `handlebars`.
+//!   `false` for `handlebars`. Only action output is escaped: html/template
+//!   also rewrites template text in HTML contexts (a `<` that starts no tag
+//!   becomes `&lt;`, `<!-- -->` is dropped), which corrupts YAML and is not
+//!   reproduced.
 //! - `template`: used when the call's template argument is empty, so that a
 //!   config alone is a complete example (fixtures, `syncweave plugin test`).
 //!
