@@ -3,5 +3,9 @@
 //! isolated set of workspaces inside one organisation workspace.
 
 mod cli;
-mod env;
 mod sync;
+
+/// The binary under test, built by cargo before this test binary.
+pub fn binary() -> &'static std::path::Path {
+    env!("CARGO_BIN_EXE_syncweave").as_ref()
+}

@@ -1,11 +1,11 @@
-//! A provider / service / consumers setup for sync tests.
+//! A provider / service / consumers setup, shared by the e2e tests and the demo.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::*;
 use kube::Client;
 use serde_json::json;
-use syncweave_tests::*;
 
 pub const CRD: &str = include_str!("../../examples/crontab/crd.yaml");
 pub const PUBLISHED_RESOURCE: &str = include_str!("../../examples/crontab/publishedresource.yaml");
@@ -20,6 +20,8 @@ pub struct Env {
     pub service_client: Client,
     pub dir: PathBuf,
     pub agent: Option<Agent>,
+    /// The `syncweave` binary to run.
+    pub binary: PathBuf,
 }
 
 pub const EXPORT: &str = "example.com";
@@ -29,7 +31,7 @@ pub const AGENT_NAME: &str = "e2e-agent";
 impl Env {
     /// Workspaces for provider and service cluster, CRDs installed, the
     /// APIExport created and the agent running.
-    pub async fn start(test: &str) -> Env {
+    pub async fn start(test: &str, binary: &Path) -> Env {
         let kcp = kcp();
         let org = kcp
             .create_workspace("root", &unique(test))
@@ -62,6 +64,7 @@ impl Env {
             service_client,
             dir,
             agent: None,
+            binary: binary.to_path_buf(),
         };
         env.start_agent(&[]);
         env
@@ -96,12 +99,8 @@ impl Env {
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         self.agent = None;
-        let agent = Agent::start(
-            env!("CARGO_BIN_EXE_syncweave").as_ref(),
-            &args,
-            self.dir.join("agent.log"),
-        )
-        .expect("agent starts");
+        let agent =
+            Agent::start(&self.binary, &args, self.dir.join("agent.log")).expect("agent starts");
         self.agent = Some(agent);
     }
 

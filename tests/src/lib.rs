@@ -7,9 +7,11 @@
 //! two cores); each test isolates itself in its own workspaces.
 
 pub mod agent;
+pub mod env;
 pub mod kcp;
 pub mod resources;
 
+pub use self::env::Env;
 pub use agent::Agent;
 pub use kcp::{Kcp, Workspace, kcp};
 pub use resources::*;
