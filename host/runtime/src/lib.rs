@@ -1,6 +1,24 @@
 //! Sandboxed wasmtime runtime for syncweave plugins, and the builder that
 //! turns Rust plugin crates into components.
+//!
+//! A [`Runtime`] compiles each component once (cached on disk by digest and
+//! engine), detects its world from its exports and keeps it linked; every
+//! call then runs in a fresh store with a timeout, a memory cap and an
+//! output cap, and any failure comes back as a classified [`PluginFailure`]
+//! naming the plugin and its digest.
 
+pub mod bindings;
 pub mod build;
+mod failure;
+mod host;
+mod output;
+mod plugin;
+mod runtime;
+mod stdio;
+pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
+pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
+pub use plugin::{CallContext, Direction, Fixture, ObjectName, Plugin, PluginInfo};
+pub use runtime::{Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir};
+pub use world::World;

@@ -1,30 +1,42 @@
-//! Builds a real guest crate through `build_crate` and checks the component.
-use std::path::PathBuf;
+//! `build_crate` on real guest crates.
+mod common;
 
-use syncweave_runtime::build::{BuildOptions, build_crate};
+use syncweave_runtime::build::{BuildError, BuildOptions, build_crate};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+#[test]
+fn builds_each_test_plugin_into_a_component() {
+    let built = common::built();
+    assert_eq!(
+        built.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        common::TEST_PLUGINS
+    );
+    for c in built {
+        let bytes = std::fs::read(&c.path).unwrap();
+        assert_eq!(bytes.len() as u64, c.size, "{}", c.name);
+        assert!(wasmparser::Parser::is_component(&bytes), "{}", c.name);
+        assert_eq!(
+            c.path.file_name().unwrap(),
+            format!("{}.wasm", c.name).as_str()
+        );
+        assert_eq!(c.digest().len(), "sha256:".len() + 64);
+    }
 }
 
 #[test]
-fn builds_echo_into_a_component() {
-    let out = tempdir("build-echo");
-    let built = build_crate(&repo().join("tests/plugins/echo"), &BuildOptions::new(&out))
-        .expect("echo builds");
+fn builds_a_single_member_by_path() {
+    let out = common::tempdir("build-echo");
+    let mut opts = BuildOptions::new(&out);
+    opts.progress = false;
+    let built = build_crate(&common::repo().join("tests/plugins/echo"), &opts).unwrap();
     assert_eq!(built.len(), 1);
-    let c = &built[0];
-    assert_eq!(c.name, "test-echo");
-    assert_eq!(c.path, out.join("test-echo.wasm"));
-    let bytes = std::fs::read(&c.path).unwrap();
-    assert_eq!(bytes.len() as u64, c.size);
-    assert!(wasmparser::Parser::is_component(&bytes));
-    assert_eq!(c.sha256.len(), 64);
+    assert_eq!(built[0].path, out.join("test-echo.wasm"));
     std::fs::remove_dir_all(&out).unwrap();
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("syncweave-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+#[test]
+fn not_a_crate_is_reported() {
+    let dir = common::tempdir("not-a-crate");
+    let err = build_crate(&dir, &BuildOptions::new(&dir)).unwrap_err();
+    assert!(matches!(err, BuildError::NotACrate { .. }), "{err}");
+    assert!(err.to_string().contains("no Cargo.toml"), "{err}");
 }

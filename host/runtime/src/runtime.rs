@@ -1,0 +1,606 @@
+//! The engine, its compiled-component cache and plugin loading.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::bindings;
+use crate::failure::{FailureKind, PluginFailure};
+use crate::host::HostState;
+use crate::plugin::{Compiled, Plugin, WorldPre};
+use crate::world::{self, World};
+
+/// Per-call resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock budget for one call, instantiation included.
+    pub timeout: Duration,
+    /// Linear memory the instance may hold, summed over its memories.
+    pub memory_bytes: u64,
+    /// Largest result accepted (for `render`, all documents together).
+    pub max_output_bytes: usize,
+    /// Guest log text kept per call (host-log lines plus WASI stdout/stderr).
+    pub max_log_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_millis(100),
+            memory_bytes: 64 << 20,
+            // etcd stores objects up to 1.5 MiB; leave room for a render
+            // that returns several of them.
+            max_output_bytes: 8 << 20,
+            max_log_bytes: 64 << 10,
+        }
+    }
+}
+
+/// How to set up a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Directory for compiled components; `None` compiles every process start.
+    pub cache_dir: Option<PathBuf>,
+    /// Limits for plugins loaded without their own.
+    pub default_limits: Limits,
+    /// Where built-in plugins live; `None` searches the default places
+    /// (see [`Runtime::builtin_dirs`]).
+    pub plugin_dir: Option<PathBuf>,
+    /// Instances that may exist at once, i.e. concurrent calls.
+    pub max_instances: u32,
+    /// Ceiling for any plugin's `memory_bytes`: the size of a pool slot.
+    pub max_memory_bytes: u64,
+    /// Granularity of timeouts: how often the epoch advances.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            cache_dir: default_cache_dir(),
+            default_limits: Limits::default(),
+            plugin_dir: None,
+            max_instances: 128,
+            max_memory_bytes: 1 << 30,
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// `$SYNCWEAVE_CACHE_DIR`, else `$XDG_CACHE_HOME/syncweave/wasm`, else
+/// `$HOME/.cache/syncweave/wasm`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("SYNCWEAVE_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("syncweave").join("wasm"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot set up the Wasm engine: {0}")]
+    Engine(String),
+    #[error(
+        "invalid runtime config: default memory limit {limit} bytes exceeds max_memory_bytes \
+         {max}; raise max_memory_bytes or lower the limit"
+    )]
+    MemoryCeiling { limit: u64, max: u64 },
+}
+
+/// Counters for what loading did, for tests, metrics and `plugin inspect`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// Components compiled from Wasm (cache misses).
+    pub compiled: u64,
+    /// Components loaded from the on-disk cache.
+    pub disk_hits: u64,
+    /// Loads answered from the in-memory digest map.
+    pub memory_hits: u64,
+    /// Cache entries rejected (bad checksum, incompatible, unreadable).
+    pub cache_rejected: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    compiled: AtomicU64,
+    disk_hits: AtomicU64,
+    memory_hits: AtomicU64,
+    cache_rejected: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    pub engine: Engine,
+    linker: Linker<HostState>,
+    cfg: RuntimeConfig,
+    /// Engine compatibility hash in hex: cache entries live under it, so an
+    /// upgraded host never even looks at another engine's artefacts.
+    compat: String,
+    /// digest → compiled component; the slot's own lock makes concurrent
+    /// loads of one digest compile once.
+    slots: Mutex<HashMap<String, Slot>>,
+    counters: Counters,
+}
+
+/// One digest's compiled component, filled by the first load.
+type Slot = Arc<Mutex<Option<Arc<Compiled>>>>;
+
+/// The plugin runtime: one per process, cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("cache_dir", &self.inner.cfg.cache_dir)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// Feeds `Hash` output into SHA-256, for a hash that is stable across runs.
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        unreachable!("only the SHA-256 digest is read")
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+impl Runtime {
+    pub fn new(cfg: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        if cfg.default_limits.memory_bytes > cfg.max_memory_bytes {
+            return Err(RuntimeError::MemoryCeiling {
+                limit: cfg.default_limits.memory_bytes,
+                max: cfg.max_memory_bytes,
+            });
+        }
+        let engine = Engine::new(&engine_config(&cfg))
+            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        bindings::host_log::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(format!("linking host-log: {e:#}")))?;
+        bindings::types::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(format!("linking types: {e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| RuntimeError::Engine(format!("linking WASI: {e:#}")))?;
+
+        let mut h = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut h);
+        let compat = hex::encode(&h.0.finalize()[..8]);
+
+        start_epoch_ticker(&engine, cfg.epoch_tick);
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cfg,
+                compat,
+                slots: Mutex::default(),
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.cfg
+    }
+
+    pub fn stats(&self) -> RuntimeStats {
+        let c = &self.inner.counters;
+        RuntimeStats {
+            compiled: c.compiled.load(Ordering::Relaxed),
+            disk_hits: c.disk_hits.load(Ordering::Relaxed),
+            memory_hits: c.memory_hits.load(Ordering::Relaxed),
+            cache_rejected: c.cache_rejected.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Where a compiled component for `digest` is cached, if caching is on.
+    pub fn cache_path(&self, digest: &str) -> Option<PathBuf> {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.inner
+            .cfg
+            .cache_dir
+            .as_ref()
+            .map(|d| d.join(&self.inner.compat).join(format!("{hex}.cwasm")))
+    }
+
+    /// Compile (or fetch from cache) a component and bind it to `name`.
+    pub fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        limits: Option<Limits>,
+    ) -> Result<Arc<Plugin>, PluginFailure> {
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(wasm)));
+        let fail = |kind, msg: String| PluginFailure::new(name, digest.clone(), kind, msg);
+        let limits = limits.unwrap_or(self.inner.cfg.default_limits);
+        if limits.memory_bytes > self.inner.cfg.max_memory_bytes {
+            return Err(fail(
+                FailureKind::Load,
+                format!(
+                    "memory limit {} bytes exceeds the runtime's ceiling of {} bytes; \
+                     lower the plugin's limit or raise RuntimeConfig::max_memory_bytes",
+                    limits.memory_bytes, self.inner.cfg.max_memory_bytes
+                ),
+            ));
+        }
+        let slot = {
+            let mut slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.entry(digest.clone()).or_default().clone()
+        };
+        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        let compiled = match &*guard {
+            Some(c) => {
+                self.inner
+                    .counters
+                    .memory_hits
+                    .fetch_add(1, Ordering::Relaxed);
+                c.clone()
+            }
+            None => {
+                let c = Arc::new(self.prepare(name, &digest, wasm)?);
+                *guard = Some(c.clone());
+                c
+            }
+        };
+        drop(guard);
+        Ok(Arc::new(Plugin::new(
+            name.to_string(),
+            limits,
+            compiled,
+            self.inner.cfg.epoch_tick,
+        )))
+    }
+
+    /// Load `<name>.wasm` from the first built-in plugin directory holding it.
+    pub fn load_builtin(&self, name: &str) -> Result<Arc<Plugin>, PluginFailure> {
+        let dirs = self.builtin_dirs();
+        for dir in &dirs {
+            let path = dir.join(format!("{name}.wasm"));
+            match std::fs::read(&path) {
+                Ok(bytes) => return self.load(name, &bytes, None),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(PluginFailure::new(
+                        name,
+                        "",
+                        FailureKind::Load,
+                        format!("cannot read {}: {e}", path.display()),
+                    ));
+                }
+            }
+        }
+        let searched = if dirs.is_empty() {
+            "no plugin directory exists".to_string()
+        } else {
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let available = self.builtin_names();
+        Err(PluginFailure::new(
+            name,
+            "",
+            FailureKind::Load,
+            format!(
+                "no built-in plugin named {name:?} (searched {searched}; available: {}); set \
+                 $SYNCWEAVE_PLUGIN_DIR or build the built-ins with `syncweave plugin build plugins`",
+                if available.is_empty() {
+                    "none".to_string()
+                } else {
+                    available.join(", ")
+                }
+            ),
+        ))
+    }
+
+    /// The first existing built-in plugin directory.
+    pub fn builtin_dir(&self) -> Option<PathBuf> {
+        self.builtin_dirs().into_iter().next()
+    }
+
+    /// Existing built-in directories in search order: the configured one,
+    /// `$SYNCWEAVE_PLUGIN_DIR`, `plugins/` beside the executable, and the
+    /// source tree's `target/plugins` (development builds).
+    pub fn builtin_dirs(&self) -> Vec<PathBuf> {
+        let mut candidates = Vec::new();
+        if let Some(d) = &self.inner.cfg.plugin_dir {
+            candidates.push(d.clone());
+        }
+        if let Some(d) = std::env::var_os("SYNCWEAVE_PLUGIN_DIR").filter(|d| !d.is_empty()) {
+            candidates.push(PathBuf::from(d));
+        }
+        if let Some(exe_dir) = std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf))
+        {
+            candidates.push(exe_dir.join("plugins"));
+        }
+        candidates.push(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("..")
+                .join("target")
+                .join("plugins"),
+        );
+        let mut out: Vec<PathBuf> = Vec::new();
+        for c in candidates {
+            let c = c.canonicalize().unwrap_or(c);
+            if c.is_dir() && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Names of all built-ins found (file stems of `*.wasm`), sorted.
+    pub fn builtin_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .builtin_dirs()
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let p = e.path();
+                (p.extension()? == "wasm").then(|| p.file_stem()?.to_str().map(str::to_string))?
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Compile or load from cache, detect the world, link.
+    fn prepare(&self, name: &str, digest: &str, wasm: &[u8]) -> Result<Compiled, PluginFailure> {
+        let fail = |kind, msg: String| PluginFailure::new(name, digest, kind, msg);
+        if !wasmparser::Parser::is_component(wasm) {
+            let what = if wasmparser::Parser::is_core_wasm(wasm) {
+                "a core Wasm module, not a component; build it with `syncweave plugin build` \
+                 (or `wasm-tools component new`)"
+            } else {
+                "not WebAssembly (no \\0asm header); pass a .wasm component file"
+            };
+            return Err(fail(FailureKind::Load, format!("this file is {what}")));
+        }
+        let component = self.compile_cached(name, digest, wasm)?;
+        let shape = world::shape(&self.inner.engine, &component);
+        let world = shape
+            .world
+            .clone()
+            .map_err(|m| fail(FailureKind::WrongWorld, m))?;
+        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+            let unsupported: Vec<&str> = shape
+                .imports
+                .iter()
+                .map(String::as_str)
+                .filter(|i| !(i.starts_with("wasi:") || i.starts_with("syncweave:plugin/")))
+                .collect();
+            fail(
+                FailureKind::Load,
+                format!(
+                    "cannot link the component: {e:#}{}; plugins may import only \
+                         syncweave:plugin/host-log and WASI 0.2 (granted nothing)",
+                    if unsupported.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (unsupported imports: {})", unsupported.join(", "))
+                    }
+                ),
+            )
+        })?;
+        let link_err = |e: wasmtime::Error| {
+            fail(
+                FailureKind::WrongWorld,
+                format!("the component's exports do not match world {world}: {e:#}"),
+            )
+        };
+        let pre = match world {
+            World::Mutator => WorldPre::Mutator(
+                bindings::mutator::MutatorPre::new(instance_pre).map_err(link_err)?,
+            ),
+            World::Namer => {
+                WorldPre::Namer(bindings::namer::NamerPre::new(instance_pre).map_err(link_err)?)
+            }
+            World::Projector => WorldPre::Projector(
+                bindings::projector::ProjectorPre::new(instance_pre).map_err(link_err)?,
+            ),
+            World::Renderer => WorldPre::Renderer(
+                bindings::renderer::RendererPre::new(instance_pre).map_err(link_err)?,
+            ),
+        };
+        Ok(Compiled {
+            digest: digest.to_string(),
+            world,
+            imports_wasi: shape.imports_wasi(),
+            shape,
+            pre,
+            size: wasm.len(),
+        })
+    }
+
+    fn compile_cached(
+        &self,
+        name: &str,
+        digest: &str,
+        wasm: &[u8],
+    ) -> Result<Component, PluginFailure> {
+        let engine = &self.inner.engine;
+        let counters = &self.inner.counters;
+        let cache_path = self.cache_path(digest);
+        if let Some(path) = &cache_path {
+            match read_verified(path) {
+                Ok(Some(bytes)) => {
+                    // SAFETY: the bytes are exactly what this host wrote (the
+                    // sidecar checksum matched, and the checked bytes are the
+                    // ones deserialized), under a directory keyed by this
+                    // engine's compatibility hash.
+                    match unsafe { Component::deserialize(engine, &bytes) } {
+                        Ok(c) => {
+                            counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!(plugin = name, digest, path = %path.display(), "loaded compiled component from cache");
+                            return Ok(c);
+                        }
+                        Err(e) => {
+                            counters.cache_rejected.fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(plugin = name, digest, path = %path.display(), error = %format!("{e:#}"), "cached component is unusable; recompiling");
+                            remove_entry(path);
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(reason) => {
+                    counters.cache_rejected.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(plugin = name, digest, path = %path.display(), reason, "rejecting cached component; recompiling");
+                    remove_entry(path);
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        let component = Component::new(engine, wasm).map_err(|e| {
+            PluginFailure::new(
+                name,
+                digest,
+                FailureKind::Load,
+                format!("the component does not compile: {e:#}"),
+            )
+        })?;
+        counters.compiled.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            plugin = name,
+            digest,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "compiled plugin component"
+        );
+        if let Some(path) = &cache_path {
+            match component.serialize() {
+                Ok(bytes) => {
+                    if let Err(e) = write_verified(path, &bytes) {
+                        tracing::warn!(plugin = name, digest, path = %path.display(), error = %e, "cannot write the compiled-component cache; continuing without it");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(plugin = name, digest, error = %format!("{e:#}"), "cannot serialize compiled component");
+                }
+            }
+        }
+        Ok(component)
+    }
+}
+
+fn engine_config(cfg: &RuntimeConfig) -> Config {
+    let mut c = Config::new();
+    c.wasm_component_model(true);
+    c.epoch_interruption(true);
+    let n = cfg.max_instances.max(1);
+    let mut pool = PoolingAllocationConfig::default();
+    // Python and JS components hold a dozen or so core instances and a few
+    // memories/tables each; Rust guests one of each.
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(16))
+        .total_memories(n.saturating_mul(2))
+        .total_tables(n.saturating_mul(4))
+        .max_core_instances_per_component(64)
+        .max_memories_per_component(8)
+        .max_tables_per_component(16)
+        .max_memory_size(cfg.max_memory_bytes as usize)
+        .table_elements(100_000)
+        .max_core_instance_size(4 << 20)
+        .max_component_instance_size(4 << 20)
+        // Reused slots skip the madvise/mmap dance for small heaps.
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 << 10);
+    c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    c
+}
+
+/// Advance the engine's epoch every `tick` for as long as the engine lives
+/// (plugins keep it alive beyond the Runtime, and still need timeouts).
+fn start_epoch_ticker(engine: &Engine, tick: Duration) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("syncweave-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                match weak.upgrade() {
+                    Some(e) => e.increment_epoch(),
+                    None => break,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // Without the ticker a runaway guest would never be interrupted.
+        panic!("cannot start the epoch ticker thread: {e}");
+    }
+}
+
+fn sidecar(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+/// `Ok(None)` when there is no entry; `Err(reason)` when one exists but must
+/// not be trusted.
+fn read_verified(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    };
+    let expected = std::fs::read_to_string(sidecar(path))
+        .map_err(|e| format!("checksum sidecar unreadable: {e}"))?;
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if expected.trim() != actual {
+        return Err(format!(
+            "checksum mismatch (sidecar {}, file {actual})",
+            expected.trim()
+        ));
+    }
+    Ok(Some(bytes))
+}
+
+/// Artefact first, sidecar second: a reader that sees the sidecar sees the
+/// complete artefact it describes.
+fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    crate::build::write_atomically(path, bytes).map_err(|e| e.to_string())?;
+    crate::build::write_atomically(
+        &sidecar(path),
+        hex::encode(Sha256::digest(bytes)).as_bytes(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn remove_entry(path: &Path) {
+    let _ = std::fs::remove_file(sidecar(path));
+    let _ = std::fs::remove_file(path);
+}

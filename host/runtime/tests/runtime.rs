@@ -1,0 +1,474 @@
+//! The runtime against real guest components: healthy calls in every world,
+//! hostile guests contained and classified, world detection, and the
+//! compiled-component cache.
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use syncweave_runtime::{
+    CallContext, Direction, FailureKind, Limits, Plugin, PluginErrorKind, Runtime, RuntimeConfig,
+    World,
+};
+
+const OBJ: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns"},"data":{"k":"v"}}"#;
+
+fn ctx() -> CallContext {
+    CallContext {
+        cluster_name: "2x8fkdtr3b1z".into(),
+        cluster_path: Some("root:org:team".into()),
+        direction: Direction::KcpToService,
+        owner: "configmaps".into(),
+    }
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        ..RuntimeConfig::default()
+    })
+    .unwrap()
+}
+
+fn load(rt: &Runtime, name: &str) -> Arc<Plugin> {
+    rt.load(name, &common::wasm(name), None)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn mode(m: &str) -> String {
+    format!(r#"{{"mode":"{m}"}}"#)
+}
+
+fn assert_echo_healthy(echo: &Plugin) {
+    let out = echo.mutate(&ctx(), "{}", OBJ, None).unwrap();
+    assert_eq!(out, OBJ);
+}
+
+#[test]
+fn echo_mutates_describes_and_validates() {
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    assert_eq!(echo.world(), World::Mutator);
+    assert_eq!(echo.name(), "test-echo");
+    assert!(echo.digest().starts_with("sha256:"));
+    assert!(
+        echo.exports()
+            .iter()
+            .any(|e| e == "syncweave:plugin/mutation@0.1.0")
+    );
+    // Rust guests built for wasm32-unknown-unknown import no WASI.
+    assert!(echo.imports().iter().all(|i| !i.starts_with("wasi:")));
+
+    assert_echo_healthy(&echo);
+    let out = echo
+        .mutate(&ctx(), r#"{"label":"x"}"#, OBJ, Some(OBJ))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["metadata"]["labels"]["syncweave.test/echo"], "x");
+
+    let info = echo.describe().unwrap();
+    assert_eq!(info.name, "test-echo");
+    assert_eq!(info.examples.len(), 1);
+    assert!(info.config_schema.unwrap().contains("label"));
+
+    echo.validate_config(r#"{"label":"ok"}"#).unwrap();
+    let e = echo.validate_config(r#"{"label":3}"#).unwrap_err();
+    assert_eq!(
+        e.kind,
+        FailureKind::PluginError(PluginErrorKind::InvalidConfig)
+    );
+    assert!(e.message.contains("label: must be a string"), "{e}");
+    assert!(
+        e.to_string().starts_with("plugin \"test-echo\" (sha256:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hostile_guests_are_contained_and_classified() {
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    // Debug builds of the host and a busy 2-core machine make some of these
+    // slow; a generous budget keeps the test about classification. The
+    // default 100 ms timeout is exercised by the "loop" case below.
+    let generous = Limits {
+        timeout: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    let slow_ok = rt
+        .load(
+            "test-hostile",
+            &common::wasm("test-hostile"),
+            Some(generous),
+        )
+        .unwrap();
+    let default_limits = load(&rt, "test-hostile");
+    let cases = [
+        ("loop", FailureKind::Timeout),
+        ("alloc", FailureKind::MemoryLimit),
+        ("big", FailureKind::MemoryLimit), // 100 MB does not fit in 64 MiB
+        ("panic", FailureKind::Crash),
+        ("stack", FailureKind::Crash),
+        (
+            "reject",
+            FailureKind::PluginError(PluginErrorKind::Rejected),
+        ),
+        ("rename", FailureKind::BadOutput),
+        ("not-json", FailureKind::BadOutput),
+        (
+            "nonsense",
+            FailureKind::PluginError(PluginErrorKind::InvalidConfig),
+        ),
+    ];
+    for (m, kind) in cases {
+        let hostile = if m == "loop" {
+            &default_limits
+        } else {
+            &slow_ok
+        };
+        let started = std::time::Instant::now();
+        let err = hostile.mutate(&ctx(), &mode(m), OBJ, None).expect_err(m);
+        eprintln!("{m}: {:?} in {:?}", err.kind, started.elapsed());
+        assert_eq!(err.kind, kind, "mode {m}: {err}");
+        assert_eq!(err.plugin, "test-hostile");
+        assert_eq!(err.digest, hostile.digest());
+        // Neither the healthy plugin nor the hostile one is poisoned.
+        assert_echo_healthy(&echo);
+        assert_eq!(hostile.mutate(&ctx(), "{}", OBJ, None).unwrap(), OBJ);
+    }
+}
+
+#[test]
+fn failure_messages_explain_the_cause() {
+    let rt = runtime();
+    let hostile = load(&rt, "test-hostile");
+    let e = hostile
+        .mutate(&ctx(), &mode("loop"), OBJ, None)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("timeout: call exceeded 100ms"),
+        "{e}"
+    );
+    let generous = Limits {
+        timeout: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    let slow_ok = rt
+        .load(
+            "test-hostile",
+            &common::wasm("test-hostile"),
+            Some(generous),
+        )
+        .unwrap();
+    let e = slow_ok
+        .mutate(&ctx(), &mode("alloc"), OBJ, None)
+        .unwrap_err();
+    assert!(
+        e.message.contains("over the limit of 67108864 bytes"),
+        "{e}"
+    );
+    let e = hostile
+        .mutate(&ctx(), &mode("panic"), OBJ, None)
+        .unwrap_err();
+    assert!(e.message.contains("the guest trapped"), "{e}");
+    let e = hostile
+        .mutate(&ctx(), &mode("rename"), OBJ, None)
+        .unwrap_err();
+    assert!(
+        e.message
+            .contains("changed metadata.name from \"a\" to \"renamed\""),
+        "{e}"
+    );
+    let e = hostile
+        .mutate(&ctx(), &mode("reject"), OBJ, None)
+        .unwrap_err();
+    assert_eq!(e.message, "hostile plugin refuses this object");
+}
+
+#[test]
+fn output_over_the_cap_is_bad_output() {
+    let rt = runtime();
+    // Enough memory to build 100 MB, so the output cap is what stops it.
+    let limits = Limits {
+        memory_bytes: 512 << 20,
+        timeout: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    let hostile = rt
+        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
+        .unwrap();
+    let e = hostile.mutate(&ctx(), &mode("big"), OBJ, None).unwrap_err();
+    assert_eq!(e.kind, FailureKind::BadOutput, "{e}");
+    assert!(e.message.contains("over the limit of 8388608 bytes"), "{e}");
+}
+
+#[test]
+fn custom_timeout_is_reported() {
+    let rt = runtime();
+    let limits = Limits {
+        timeout: Duration::from_millis(20),
+        ..Limits::default()
+    };
+    let hostile = rt
+        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
+        .unwrap();
+    let e = hostile
+        .mutate(&ctx(), &mode("loop"), OBJ, None)
+        .unwrap_err();
+    assert_eq!(e.kind, FailureKind::Timeout);
+    assert!(e.message.contains("call exceeded 20ms"), "{e}");
+}
+
+#[test]
+fn log_floods_are_bounded_and_harmless() {
+    let rt = runtime();
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        ..Limits::default()
+    };
+    let hostile = rt
+        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
+        .unwrap();
+    let out = hostile
+        .mutate(&ctx(), &mode("log-flood"), OBJ, None)
+        .unwrap();
+    assert_eq!(out, OBJ);
+}
+
+#[test]
+fn namer_projector_renderer_work() {
+    let rt = runtime();
+    let namer = load(&rt, "test-namer");
+    assert_eq!(namer.world(), World::Namer);
+    let n = namer.name_object(&ctx(), "{}", OBJ).unwrap();
+    assert_eq!(n.name, "2x8fkdtr3b1z-a");
+    assert_eq!(n.namespace.as_deref(), Some("ns"));
+    let n = namer
+        .name_object(&ctx(), r#"{"namespace":"other"}"#, OBJ)
+        .unwrap();
+    assert_eq!(n.namespace.as_deref(), Some("other"));
+    // A name the namer cannot form is the guest's invalid-input error.
+    let e = namer.name_object(&ctx(), "{}", "{}").unwrap_err();
+    assert_eq!(
+        e.kind,
+        FailureKind::PluginError(PluginErrorKind::InvalidInput)
+    );
+    // An invalid name is bad output.
+    let e = namer
+        .name_object(&ctx(), r#"{"namespace":"Bad_NS"}"#, OBJ)
+        .unwrap_err();
+    assert_eq!(e.kind, FailureKind::BadOutput, "{e}");
+
+    let projector = load(&rt, "test-projector");
+    assert_eq!(projector.world(), World::Projector);
+    let crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"crontabs.example.com"}}"#;
+    let out: serde_json::Value =
+        serde_json::from_str(&projector.project("{}", crd).unwrap()).unwrap();
+    assert_eq!(
+        out["metadata"]["annotations"]["syncweave.test/projected"],
+        "true"
+    );
+
+    let renderer = load(&rt, "test-renderer");
+    assert_eq!(renderer.world(), World::Renderer);
+    let template = r#"[{"kind":"Namespace","metadata":{"name":"$cluster"}},{"kind":"ConfigMap","metadata":{"name":"$who"}}]"#;
+    let docs = renderer
+        .render(&ctx(), "{}", template, r#"{"who":"me"}"#)
+        .unwrap();
+    assert_eq!(docs.len(), 2);
+    assert!(docs[0].contains("2x8fkdtr3b1z"));
+    assert!(docs[1].contains(r#""name":"me""#));
+    let e = renderer.render(&ctx(), "{}", "[1]", "{}").unwrap_err();
+    assert!(
+        matches!(e.kind, FailureKind::PluginError(_) | FailureKind::BadOutput),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_world_is_detected() {
+    let rt = runtime();
+    let namer = load(&rt, "test-namer");
+    let e = namer.mutate(&ctx(), "{}", OBJ, None).unwrap_err();
+    assert_eq!(e.kind, FailureKind::WrongWorld);
+    assert!(
+        e.message
+            .contains("exports syncweave:plugin/meta@0.1.0, syncweave:plugin/naming@0.1.0, expected world mutator"),
+        "{e}"
+    );
+    namer.expect_world(World::Namer).unwrap();
+
+    let e = rt
+        .load("meta-only", &common::wasm("test-meta-only"), None)
+        .unwrap_err();
+    assert_eq!(e.kind, FailureKind::WrongWorld);
+    assert!(
+        e.message
+            .contains("this component exports syncweave:plugin/meta@0.1.0, expected one of"),
+        "{e}"
+    );
+}
+
+#[test]
+fn non_components_are_refused_with_advice() {
+    let rt = runtime();
+    let e = rt.load("core", b"\0asm\x01\0\0\0", None).unwrap_err();
+    assert_eq!(e.kind, FailureKind::Load);
+    assert!(e.message.contains("core Wasm module"), "{e}");
+    let e = rt.load("junk", b"hello", None).unwrap_err();
+    assert!(e.message.contains("not WebAssembly"), "{e}");
+    assert!(e.digest.starts_with("sha256:"));
+}
+
+#[test]
+fn same_bytes_share_one_compiled_component() {
+    let rt = runtime();
+    let a = rt.load("a", &common::wasm("test-echo"), None).unwrap();
+    let b = rt.load("b", &common::wasm("test-echo"), None).unwrap();
+    assert_eq!(a.digest(), b.digest());
+    assert_eq!((a.name(), b.name()), ("a", "b"));
+    let s = rt.stats();
+    assert_eq!((s.compiled, s.memory_hits), (1, 1));
+}
+
+#[test]
+fn cache_round_trip_and_tamper_rejection() {
+    let dir = common::tempdir("cache");
+    let cfg = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    };
+    let wasm = common::wasm("test-echo");
+
+    let first = Runtime::new(cfg.clone()).unwrap();
+    let p = first.load("echo", &wasm, None).unwrap();
+    assert_eq!(first.stats().compiled, 1);
+    let path = first.cache_path(p.digest()).unwrap();
+    assert!(path.is_file(), "{}", path.display());
+
+    // A second runtime (a restarted process) loads without compiling.
+    let second = Runtime::new(cfg.clone()).unwrap();
+    let p2 = second.load("echo", &wasm, None).unwrap();
+    let s = second.stats();
+    assert_eq!((s.compiled, s.disk_hits, s.cache_rejected), (0, 1, 0));
+    assert_echo_healthy(&p2);
+
+    // Flip one byte: the checksum no longer matches, so the entry is
+    // rejected, never deserialized, and replaced by a fresh compile.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let third = Runtime::new(cfg.clone()).unwrap();
+    let p3 = third.load("echo", &wasm, None).unwrap();
+    let s = third.stats();
+    assert_eq!((s.compiled, s.disk_hits, s.cache_rejected), (1, 0, 1));
+    assert_echo_healthy(&p3);
+
+    // The rewritten entry is good again.
+    let fourth = Runtime::new(cfg).unwrap();
+    fourth.load("echo", &wasm, None).unwrap();
+    assert_eq!(fourth.stats().disk_hits, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn missing_sidecar_is_rejected() {
+    let dir = common::tempdir("cache-sidecar");
+    let cfg = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    };
+    let wasm = common::wasm("test-namer");
+    let rt = Runtime::new(cfg.clone()).unwrap();
+    let p = rt.load("namer", &wasm, None).unwrap();
+    let path = rt.cache_path(p.digest()).unwrap();
+    let mut sidecar = path.clone().into_os_string();
+    sidecar.push(".sha256");
+    std::fs::remove_file(&sidecar).unwrap();
+    let rt2 = Runtime::new(cfg).unwrap();
+    rt2.load("namer", &wasm, None).unwrap();
+    assert_eq!(rt2.stats().cache_rejected, 1);
+    assert_eq!(rt2.stats().compiled, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn concurrent_calls_from_many_threads() {
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    let hostile = load(&rt, "test-hostile");
+    std::thread::scope(|s| {
+        for i in 0..8 {
+            let (echo, hostile) = (echo.clone(), hostile.clone());
+            s.spawn(move || {
+                for _ in 0..50 {
+                    assert_echo_healthy(&echo);
+                }
+                if i % 2 == 0 {
+                    let e = hostile
+                        .mutate(&ctx(), &mode("panic"), OBJ, None)
+                        .unwrap_err();
+                    assert_eq!(e.kind, FailureKind::Crash);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn calls_work_inside_tokio_runtimes() {
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    current.block_on(async { assert_echo_healthy(&echo) });
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let e = echo.clone();
+    multi.block_on(async move {
+        tokio::spawn(async move { assert_echo_healthy(&e) })
+            .await
+            .unwrap()
+    });
+}
+
+#[test]
+fn limits_above_the_pool_ceiling_are_refused() {
+    let rt = runtime();
+    let limits = Limits {
+        memory_bytes: 8 << 30,
+        ..Limits::default()
+    };
+    let e = rt
+        .load("echo", &common::wasm("test-echo"), Some(limits))
+        .unwrap_err();
+    assert_eq!(e.kind, FailureKind::Load);
+    assert!(e.message.contains("max_memory_bytes"), "{e}");
+}
+
+#[test]
+fn builtins_load_from_the_configured_dir() {
+    let dir = common::tempdir("builtins");
+    std::fs::write(dir.join("naming.wasm"), common::wasm("test-namer")).unwrap();
+    let rt = Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        plugin_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    assert_eq!(rt.builtin_dir().unwrap(), dir.canonicalize().unwrap());
+    let p = rt.load_builtin("naming").unwrap();
+    assert_eq!(p.world(), World::Namer);
+    let e = rt.load_builtin("nope").unwrap_err();
+    assert_eq!(e.kind, FailureKind::Load);
+    assert!(
+        e.message.contains("no built-in plugin named \"nope\""),
+        "{e}"
+    );
+    assert!(e.message.contains("naming"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
