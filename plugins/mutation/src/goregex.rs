@@ -54,7 +54,10 @@ pub fn translate(pattern: &str) -> String {
                     let literal: String = chars[start..end].iter().collect();
                     if in_class {
                         for ch in literal.chars() {
-                            push_class_literal(&mut out, ch);
+                            if ch.is_ascii_punctuation() {
+                                out.push('\\');
+                            }
+                            out.push(ch);
                         }
                     } else {
                         out.push_str(&regex::escape(&literal));
@@ -168,6 +171,7 @@ mod tests {
     fn quoted_literals() {
         assert_eq!(replace(r"\Qa.b\E+", "a.bb a.b axb", "#"), "# # axb");
         assert_eq!(replace(r"x\Q*", "x*y", "#"), "#y");
+        assert_eq!(replace(r"[\Q]-^\E]+", "a]-^b", "#"), "a#b");
     }
 
     #[test]
