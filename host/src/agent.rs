@@ -33,6 +33,11 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     );
     ensure_namespace(&service, &opts.namespace).await?;
 
+    let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
+        .context("starting the Wasm plugin runtime")?;
+    let plugins = PluginHost::new(runtime);
+    info!(builtins = ?plugins.runtime().builtin_names(), "plugin runtime ready");
+
     let cancel = CancellationToken::new();
     let servers = serve::start(&opts.common, cancel.clone()).await?;
     let lease = crate::leader::acquire_if_enabled(
@@ -53,7 +58,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         },
         kcp,
         service,
-        PluginHost::new(),
+        plugins,
     );
     let run = tokio::spawn(publisher.run(cancel.clone()));
     shutdown_signal(cancel.clone()).await;

@@ -1,82 +1,408 @@
-//! Choosing the plugin chain for a PublishedResource: projection, naming
-//! and mutation. Every rule runs as a Wasm component in the sandboxed
-//! runtime; this module turns PublishedResource fields into plugin calls.
+//! The plugin chain of a PublishedResource: projection, naming and
+//! mutation. Every rule runs as a Wasm component in the sandboxed runtime:
+//! upstream's declarative rules run in the built-in plugins (`projection`,
+//! `naming`, `mutation`), and `wasm` rules run the plugin they name.
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World};
 
-use crate::apis::PublishedResource;
-use crate::sync::naming::{LocalName, default_name};
+use crate::apis::{PublishedResource, ResourceMutation, WasmUse};
+use crate::sync::naming::LocalName;
 use crate::sync::syncer::{Mutator, Namer};
 
-#[derive(Clone, Default)]
-pub struct PluginHost {}
+#[derive(Debug, thiserror::Error)]
+pub enum PluginSetupError {
+    #[error("PublishedResource {pr}: {field}: {message}")]
+    Field {
+        pr: String,
+        field: String,
+        message: String,
+    },
+    #[error("PublishedResource {pr}: {field}: {source}")]
+    Plugin {
+        pr: String,
+        field: String,
+        #[source]
+        source: syncweave_runtime::PluginFailure,
+    },
+}
+
+#[derive(Clone)]
+pub struct PluginHost {
+    runtime: Runtime,
+}
+
+fn pr_name(pr: &PublishedResource) -> String {
+    pr.metadata.name.clone().unwrap_or_default()
+}
 
 impl PluginHost {
-    pub fn new() -> Self {
-        PluginHost {}
+    pub fn new(runtime: Runtime) -> Self {
+        PluginHost { runtime }
     }
 
-    /// Apply `spec.projection` to a (version-selected) CRD.
-    pub fn project(&self, pr: &PublishedResource, crd: &Value) -> anyhow::Result<Value> {
-        if pr.spec.projection.is_some() {
-            anyhow::bail!(
-                "PublishedResource {}: spec.projection is not supported by this build yet",
-                pr.metadata.name.as_deref().unwrap_or("")
-            );
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    fn builtin(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        name: &str,
+    ) -> Result<Arc<Plugin>, PluginSetupError> {
+        self.runtime
+            .load_builtin(name)
+            .map_err(|source| PluginSetupError::Plugin {
+                pr: pr_name(pr),
+                field: field.into(),
+                source,
+            })
+    }
+
+    /// Load the plugin a `wasm` rule names, check its world and its config.
+    fn resolve(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        u: &WasmUse,
+        world: World,
+    ) -> Result<(Arc<Plugin>, String), PluginSetupError> {
+        let err = |message: String| PluginSetupError::Field {
+            pr: pr_name(pr),
+            field: field.into(),
+            message,
+        };
+        let plugin = match (&u.plugin, &u.source) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "set either plugin (a WasmPlugin name) or source, not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(err(
+                    "set plugin (a WasmPlugin name) or source (a plugin reference)".into(),
+                ));
+            }
+            (Some(name), None) => {
+                return Err(err(format!(
+                    "WasmPlugin {name:?} cannot be used by this agent yet; reference the plugin with source instead"
+                )));
+            }
+            (None, Some(src)) => {
+                let path = src.strip_prefix("file://");
+                if let Some(path) = path.or_else(|| src.starts_with('/').then_some(src.as_str())) {
+                    let bytes = std::fs::read(path).map_err(|e| err(format!("source {src}: cannot read: {e}")))?;
+                    self.runtime.load(src, &bytes, None)
+                } else if src.contains("://") {
+                    return Err(err(format!("source {src}: only built-in names and file:// references are supported by this build")));
+                } else {
+                    self.runtime.load_builtin(src)
+                }
+                .map_err(|source| PluginSetupError::Plugin { pr: pr_name(pr), field: field.into(), source })?
+            }
+        };
+        plugin
+            .expect_world(world)
+            .map_err(|source| PluginSetupError::Plugin {
+                pr: pr_name(pr),
+                field: field.into(),
+                source,
+            })?;
+        let config = u.config.clone().unwrap_or(Value::Null).to_string();
+        plugin
+            .validate_config(&config)
+            .map_err(|source| PluginSetupError::Plugin {
+                pr: pr_name(pr),
+                field: format!("{field}.config"),
+                source,
+            })?;
+        Ok((plugin, config))
+    }
+
+    /// Select versions and apply `spec.projection` to a service-cluster CRD:
+    /// the built-in projector runs upstream's rules, then an optional
+    /// `spec.projection.wasm` plugin transforms the result further.
+    pub fn project(&self, pr: &PublishedResource, crd: &Value) -> Result<Value, PluginSetupError> {
+        let builtin = self.builtin(pr, "spec.projection", "projection")?;
+        let mut projection = serde_json::to_value(&pr.spec.projection).expect("serializes");
+        if let Some(p) = projection.as_object_mut() {
+            p.remove("wasm");
         }
-        Ok(crd.clone())
+        let config = json!({"resource": pr.spec.resource, "projection": projection}).to_string();
+        let call = |plugin: &Plugin,
+                    field: &str,
+                    config: &str,
+                    crd: &str|
+         -> Result<Value, PluginSetupError> {
+            let out = plugin
+                .project(config, crd)
+                .map_err(|source| PluginSetupError::Plugin {
+                    pr: pr_name(pr),
+                    field: field.into(),
+                    source,
+                })?;
+            serde_json::from_str(&out).map_err(|e| PluginSetupError::Field {
+                pr: pr_name(pr),
+                field: field.into(),
+                message: format!("projector returned invalid JSON: {e}"),
+            })
+        };
+        let mut projected = call(&builtin, "spec.projection", &config, &crd.to_string())?;
+        if let Some(u) = pr.spec.projection.as_ref().and_then(|p| p.wasm.as_ref()) {
+            let (plugin, config) = self.resolve(pr, "spec.projection.wasm", u, World::Projector)?;
+            projected = call(
+                &plugin,
+                "spec.projection.wasm",
+                &config,
+                &projected.to_string(),
+            )?;
+        }
+        Ok(projected)
     }
 
+    /// The namer for a PublishedResource: `spec.naming.wasm` if set, else
+    /// the built-in naming plugin with `spec.naming`'s templates.
     pub fn namer(
         &self,
         pr: &PublishedResource,
         local_namespaced: bool,
-    ) -> anyhow::Result<Arc<dyn Namer>> {
-        if pr
-            .spec
-            .naming
-            .as_ref()
-            .is_some_and(|n| n.name.is_some() || n.namespace.is_some() || n.wasm.is_some())
-        {
-            anyhow::bail!(
-                "PublishedResource {}: custom spec.naming is not supported by this build yet",
-                pr.metadata.name.as_deref().unwrap_or("")
-            );
-        }
-        Ok(Arc::new(DefaultNamer { local_namespaced }))
+    ) -> Result<Arc<dyn Namer>, PluginSetupError> {
+        let naming = pr.spec.naming.clone().unwrap_or_default();
+        let (plugin, config) = match &naming.wasm {
+            Some(u) => self.resolve(pr, "spec.naming.wasm", u, World::Namer)?,
+            None => {
+                let config = json!({
+                    "namespace": naming.namespace.unwrap_or_default(),
+                    "name": naming.name.unwrap_or_default(),
+                    "clusterScoped": !local_namespaced,
+                })
+                .to_string();
+                let plugin = self.builtin(pr, "spec.naming", "naming")?;
+                plugin
+                    .validate_config(&config)
+                    .map_err(|source| PluginSetupError::Plugin {
+                        pr: pr_name(pr),
+                        field: "spec.naming".into(),
+                        source,
+                    })?;
+                (plugin, config)
+            }
+        };
+        Ok(Arc::new(WasmNamer {
+            plugin,
+            config,
+            owner: pr_name(pr),
+            local_namespaced,
+        }))
     }
 
-    pub fn mutator(&self, pr: &PublishedResource) -> anyhow::Result<Option<Arc<dyn Mutator>>> {
-        if pr.spec.mutation.is_some() {
-            anyhow::bail!(
-                "PublishedResource {}: spec.mutation is not supported by this build yet",
-                pr.metadata.name.as_deref().unwrap_or("")
-            );
+    /// The mutation chain, or `None` when the PublishedResource has no rules.
+    pub fn mutator(
+        &self,
+        pr: &PublishedResource,
+    ) -> Result<Option<Arc<dyn Mutator>>, PluginSetupError> {
+        let Some(m) = &pr.spec.mutation else {
+            return Ok(None);
+        };
+        let spec = self.chain(
+            pr,
+            "spec.mutation.spec",
+            m.spec.as_deref().unwrap_or_default(),
+        )?;
+        let status = self.chain(
+            pr,
+            "spec.mutation.status",
+            m.status.as_deref().unwrap_or_default(),
+        )?;
+        if spec.is_empty() && status.is_empty() {
+            return Ok(None);
         }
-        Ok(None)
+        Ok(Some(Arc::new(WasmMutator {
+            spec,
+            status,
+            owner: pr_name(pr),
+        })))
+    }
+
+    /// Consecutive declarative rules run in one call of the built-in plugin;
+    /// each `wasm` rule is its own step. Order is preserved.
+    fn chain(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        rules: &[ResourceMutation],
+    ) -> Result<Vec<Step>, PluginSetupError> {
+        let mut steps = Vec::new();
+        let mut group: Vec<Value> = Vec::new();
+        let flush =
+            |group: &mut Vec<Value>, steps: &mut Vec<Step>| -> Result<(), PluginSetupError> {
+                if group.is_empty() {
+                    return Ok(());
+                }
+                let plugin = self.builtin(pr, field, "mutation")?;
+                let config = Value::Array(std::mem::take(group)).to_string();
+                plugin
+                    .validate_config(&config)
+                    .map_err(|source| PluginSetupError::Plugin {
+                        pr: pr_name(pr),
+                        field: field.into(),
+                        source,
+                    })?;
+                steps.push(Step {
+                    plugin,
+                    config,
+                    field: field.to_string(),
+                });
+                Ok(())
+            };
+        for (i, rule) in rules.iter().enumerate() {
+            let rule_field = format!("{field}[{i}]");
+            match &rule.wasm {
+                Some(u)
+                    if rule.delete.is_none()
+                        && rule.regex.is_none()
+                        && rule.template.is_none()
+                        && rule.cel.is_none() =>
+                {
+                    flush(&mut group, &mut steps)?;
+                    let (plugin, config) =
+                        self.resolve(pr, &format!("{rule_field}.wasm"), u, World::Mutator)?;
+                    steps.push(Step {
+                        plugin,
+                        config,
+                        field: format!("{rule_field}.wasm"),
+                    });
+                }
+                Some(_) => {
+                    return Err(PluginSetupError::Field {
+                        pr: pr_name(pr),
+                        field: rule_field,
+                        message: "a rule sets exactly one of delete, regex, template, cel or wasm"
+                            .into(),
+                    });
+                }
+                None => {
+                    let mut v = serde_json::to_value(rule).expect("serializes");
+                    if v.as_object().is_none_or(|o| o.is_empty()) {
+                        return Err(PluginSetupError::Field {
+                            pr: pr_name(pr),
+                            field: rule_field,
+                            message: "empty rule: set one of delete, regex, template, cel or wasm"
+                                .into(),
+                        });
+                    }
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("wasm");
+                    }
+                    group.push(v);
+                }
+            }
+        }
+        flush(&mut group, &mut steps)?;
+        Ok(steps)
     }
 }
 
-struct DefaultNamer {
+struct WasmNamer {
+    plugin: Arc<Plugin>,
+    config: String,
+    owner: String,
     local_namespaced: bool,
 }
 
-impl Namer for DefaultNamer {
+impl Namer for WasmNamer {
     fn name(
         &self,
         cluster: &str,
-        _path: Option<&str>,
+        cluster_path: Option<&str>,
         object: &Value,
     ) -> Result<LocalName, String> {
-        let ns = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str);
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or("object has no metadata.name")?;
-        Ok(default_name(cluster, ns, name, self.local_namespaced))
+        let ctx = CallContext {
+            cluster_name: cluster.into(),
+            cluster_path: cluster_path.map(str::to_string),
+            direction: Direction::KcpToService,
+            owner: self.owner.clone(),
+        };
+        let n = self
+            .plugin
+            .name_object(&ctx, &self.config, &object.to_string())
+            .map_err(|e| e.to_string())?;
+        Ok(LocalName {
+            name: n.name,
+            namespace: n.namespace.filter(|_| self.local_namespaced),
+        })
+    }
+}
+
+struct Step {
+    plugin: Arc<Plugin>,
+    config: String,
+    field: String,
+}
+
+struct WasmMutator {
+    spec: Vec<Step>,
+    status: Vec<Step>,
+    owner: String,
+}
+
+impl WasmMutator {
+    fn run(
+        &self,
+        steps: &[Step],
+        direction: Direction,
+        cluster: &str,
+        object: &mut Value,
+        other: Option<&Value>,
+    ) -> Result<(), String> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let ctx = CallContext {
+            cluster_name: cluster.into(),
+            cluster_path: None,
+            direction,
+            owner: self.owner.clone(),
+        };
+        let other = other.map(Value::to_string);
+        let mut current = object.to_string();
+        for step in steps {
+            current = step
+                .plugin
+                .mutate(&ctx, &step.config, &current, other.as_deref())
+                .map_err(|e| format!("{}: {e}", step.field))?;
+        }
+        *object = serde_json::from_str(&current)
+            .map_err(|e| format!("mutation result is not JSON: {e}"))?;
+        Ok(())
+    }
+}
+
+impl Mutator for WasmMutator {
+    fn mutate_spec(
+        &self,
+        cluster: &str,
+        object: &mut Value,
+        other: Option<&Value>,
+    ) -> Result<(), String> {
+        self.run(&self.spec, Direction::KcpToService, cluster, object, other)
+    }
+
+    fn mutate_status(
+        &self,
+        cluster: &str,
+        object: &mut Value,
+        other: Option<&Value>,
+    ) -> Result<(), String> {
+        self.run(
+            &self.status,
+            Direction::ServiceToKcp,
+            cluster,
+            object,
+            other,
+        )
     }
 }

@@ -104,6 +104,13 @@ impl Env {
         self.agent = Some(agent);
     }
 
+    /// Publish a custom PublishedResource manifest.
+    pub async fn publish_yaml(&self, yaml: &str) {
+        apply_yaml(&self.service_client, yaml)
+            .await
+            .expect("PublishedResource");
+    }
+
     pub async fn publish(&self) {
         apply_yaml(&self.service_client, PUBLISHED_RESOURCE)
             .await

@@ -171,14 +171,9 @@ impl Publisher {
     }
 
     async fn resolve(&self, pr: &PublishedResource) -> anyhow::Result<schema::Resolved> {
-        let name = pr.metadata.name.clone().unwrap_or_default();
-        let mut crd = schema::find_crd(&self.service, pr).await?;
-        let selected = pr
-            .spec
-            .selected_versions()
-            .map_err(|m| anyhow::anyhow!("PublishedResource {name}: {m}"))?;
-        schema::select_versions(&mut crd, &selected)
-            .map_err(|m| anyhow::anyhow!("PublishedResource {name}: {m}"))?;
+        let crd = schema::find_crd(&self.service, pr).await?;
+        // Version selection and projection both run in the projector plugin;
+        // the service side keeps the CRD's own storage version.
         let projected = self.plugins.project(pr, &crd)?;
         Ok(schema::to_schema(&crd, &projected, &self.cfg.agent_name))
     }

@@ -70,44 +70,6 @@ pub async fn find_crd(service: &Client, pr: &PublishedResource) -> Result<Value,
         })
 }
 
-/// Keep only the selected served versions, and make sure one is storage:
-/// when the storage version is not selected, the last served one becomes
-/// storage (as upstream).
-pub fn select_versions(crd: &mut Value, selected: &[String]) -> Result<(), String> {
-    let versions = crd["spec"]["versions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let all: Vec<String> = versions
-        .iter()
-        .filter_map(|v| v["name"].as_str().map(str::to_string))
-        .collect();
-    for s in selected {
-        if !all.contains(s) {
-            return Err(format!(
-                "spec.resource.versions: version {s:?} does not exist in the CRD (it has {})",
-                all.join(", ")
-            ));
-        }
-    }
-    let mut kept: Vec<Value> = versions
-        .into_iter()
-        .filter(|v| v["served"] == true)
-        .filter(|v| selected.is_empty() || selected.iter().any(|s| v["name"] == s.as_str()))
-        .collect();
-    if kept.is_empty() {
-        return Err("spec.resource.versions: no served version selected".into());
-    }
-    if !kept.iter().any(|v| v["storage"] == true) {
-        let last = kept.len() - 1;
-        for (i, v) in kept.iter_mut().enumerate() {
-            v["storage"] = json!(i == last);
-        }
-    }
-    crd["spec"]["versions"] = Value::Array(kept);
-    Ok(())
-}
-
 fn side_of(crd_spec: &Value) -> Side {
     let group = crd_spec["group"].as_str().unwrap_or_default();
     let storage = crd_spec["versions"]
@@ -123,7 +85,8 @@ fn side_of(crd_spec: &Value) -> Side {
     }
 }
 
-/// Build the APIResourceSchema for an already selected and projected CRD.
+/// Build the APIResourceSchema for a projected CRD (versions already
+/// selected); `local_crd` is the service cluster's CRD as it is.
 pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> Resolved {
     let spec = &projected_crd["spec"];
     let versions: Vec<Value> = spec["versions"]
@@ -249,37 +212,10 @@ mod tests {
     }
 
     #[test]
-    fn selects_versions_and_falls_back_storage() {
-        let mut c = crd();
-        select_versions(&mut c, &["v1".into()]).unwrap();
-        let vs = c["spec"]["versions"].as_array().unwrap();
-        assert_eq!(vs.len(), 1);
-        assert_eq!(vs[0]["storage"], true);
-
-        let mut c = crd();
-        select_versions(&mut c, &[]).unwrap();
-        assert_eq!(
-            c["spec"]["versions"].as_array().unwrap().len(),
-            2,
-            "unserved v3 dropped"
-        );
-
-        assert!(
-            select_versions(&mut crd(), &["v9".into()])
-                .unwrap_err()
-                .contains("v9")
-        );
-        assert!(
-            select_versions(&mut crd(), &["v3".into()])
-                .unwrap_err()
-                .contains("no served")
-        );
-    }
-
-    #[test]
     fn schema_name_is_content_addressed() {
         let mut c = crd();
-        select_versions(&mut c, &["v2".into()]).unwrap();
+        // What the projector returns when only v2 is selected.
+        c["spec"]["versions"] = json!([c["spec"]["versions"][1].clone()]);
         let a = to_schema(&c, &c, "agent");
         assert!(a.schema_name.starts_with('v'));
         assert!(a.schema_name.ends_with(".crontabs.example.com"));

@@ -1,0 +1,181 @@
+//! The plugin chain on the sync path: naming templates and mutation rules
+//! run as Wasm (built-in plugins and a user plugin built from source).
+
+use std::time::Duration;
+
+use kube::api::{Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use syncweave_tests::env::*;
+use syncweave_tests::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn plugin_path(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/plugins")
+        .join(format!("{name}.wasm"));
+    let p = p.canonicalize().unwrap_or_else(|_| {
+        panic!(
+            "{} not built: run tests/run.sh (or examples/build.sh)",
+            p.display()
+        )
+    });
+    p.to_string_lossy().into_owned()
+}
+
+/// Template naming, declarative rules (built-in mutation plugin) and a
+/// `wasm` rule (the Rust example plugin) shape the service copy; a status
+/// rule rewrites status on the way up.
+#[tokio::test(flavor = "multi_thread")]
+async fn naming_and_mutation_plugins_shape_the_copy() {
+    let env = Env::start("mutation", crate::binary()).await;
+    let pr = format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-crontabs
+spec:
+  resource: {{kind: CronTab, apiGroup: example.com, versions: [v1]}}
+  naming:
+    namespace: "team-{{{{ .ClusterName }}}}"
+    name: "{{{{ .Object.metadata.name }}}}-copy"
+  mutation:
+    spec:
+      - regex: {{path: spec.image, pattern: "^(.*)$", replacement: "registry.local/$1"}}
+      - wasm:
+          source: file://{}
+          config: {{label: {{key: team, value: platform}}}}
+      - delete: {{path: spec.replicas}}
+    status:
+      - regex: {{path: status.phase, pattern: "Running", replacement: "Up"}}
+"#,
+        plugin_path("rust-mutator")
+    );
+    env.publish_yaml(&pr).await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp_api = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    let obj = json!({
+        "apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "job", "namespace": "default"},
+        "spec": {"cronSpec": "0 * * * *", "image": "image-1", "replicas": 2},
+    });
+    kcp_api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(obj).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let ns = format!("team-{}", consumer.cluster);
+    let local = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some(&ns),
+    );
+    let copy = eventually("the templated copy", WAIT, || async {
+        get_opt(&local, "job-copy").await
+    })
+    .await;
+    assert_eq!(
+        str_at(&copy, "/spec/image"),
+        Some("registry.local/image-1"),
+        "regex rule"
+    );
+    assert_eq!(
+        copy.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("team"))
+            .map(String::as_str),
+        Some("platform"),
+        "wasm rule"
+    );
+    assert_eq!(copy.data.pointer("/spec/replicas"), None, "delete rule");
+    assert_eq!(
+        str_at(&copy, "/spec/cronSpec"),
+        Some("0 * * * *"),
+        "untouched fields copied"
+    );
+
+    // Spec changes run through the same chain.
+    kcp_api
+        .patch(
+            "job",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"image": "image-2"}})),
+        )
+        .await
+        .unwrap();
+    eventually("mutated spec change", WAIT, || async {
+        Ok(get_opt(&local, "job-copy")
+            .await?
+            .filter(|c| str_at(c, "/spec/image") == Some("registry.local/image-2")))
+    })
+    .await;
+
+    // Status rules apply on the way up.
+    let mut s = local.get("job-copy").await.unwrap();
+    s.data["status"] = json!({"phase": "Running"});
+    local
+        .replace_status("job-copy", &PostParams::default(), &s)
+        .await
+        .unwrap();
+    eventually("mutated status in kcp", WAIT, || async {
+        Ok(get_opt(&kcp_api, "job")
+            .await?
+            .filter(|o| str_at(o, "/status/phase") == Some("Up")))
+    })
+    .await;
+}
+
+/// A broken plugin reference is reported on the PublishedResource, naming
+/// the field, and nothing is synced.
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_plugin_reference_is_reported_on_the_published_resource() {
+    let env = Env::start("badplugin", crate::binary()).await;
+    env.publish_yaml(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-crontabs
+spec:
+  resource: {kind: CronTab, apiGroup: example.com, versions: [v1]}
+  naming:
+    wasm: {source: "file:///nonexistent/namer.wasm"}
+"#,
+    )
+    .await;
+    let _consumer = env.consumer("consumer").await;
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    let message = eventually("a Ready=False condition", WAIT, || async {
+        let pr = get_opt(&prs, "publish-crontabs").await?;
+        let cond = pr.and_then(|p| {
+            p.data
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c["type"] == "Ready" && c["status"] == "False")
+                        .cloned()
+                })
+        });
+        Ok(cond.and_then(|c| c["message"].as_str().map(str::to_string)))
+    })
+    .await;
+    assert!(message.contains("spec.naming.wasm"), "{message}");
+    assert!(message.contains("/nonexistent/namer.wasm"), "{message}");
+}
