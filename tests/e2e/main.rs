@@ -3,6 +3,7 @@
 //! isolated set of workspaces inside one organisation workspace.
 
 mod cli;
+mod mutation;
 mod sync;
 
 /// The binary under test, built by cargo before this test binary.
