@@ -17,7 +17,12 @@
 //!
 //! Paths use gjson/sjson syntax (see `syncweave_plugin::path`). If a rule sets several
 //! mechanisms the first of delete, regex, template, cel wins, as upstream.
-use syncweave_plugin::{Context, Fixture, Mutator, PluginError, PluginInfo, Value, json};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use syncweave_plugin::{
+    Context, Direction, Fixture, Mutator, PluginError, PluginInfo, Value, json,
+};
 
 pub mod goregex;
 pub mod rules;
@@ -94,11 +99,37 @@ impl Mutator for Mutation {
                 "the object must be a JSON object".into(),
             ));
         }
-        let set = RuleSet::parse(config).map_err(PluginError::InvalidConfig)?;
-        let (list, raw) = set.for_direction(ctx.direction);
-        let compiled = rules::compile(list, raw).map_err(PluginError::InvalidConfig)?;
+        let compiled = compiled_rules(config, ctx.direction)?;
         rules::apply(&compiled, object, other.as_ref())
     }
+}
+
+/// Compiled rules with the config and direction they were compiled for.
+type CachedRules = (Value, Direction, Rc<Vec<rules::Rule>>);
+
+thread_local! {
+    /// The rules last compiled, by config and direction: a warm instance mutating many
+    /// objects for one PublishedResource compiles its regexes, templates and CEL
+    /// programs once instead of on every call.
+    static LAST: RefCell<Option<CachedRules>> = const { RefCell::new(None) };
+}
+
+fn compiled_rules(
+    config: &Value,
+    direction: Direction,
+) -> Result<Rc<Vec<rules::Rule>>, PluginError> {
+    if let Some(hit) = LAST.with_borrow(|last| {
+        last.as_ref()
+            .filter(|(c, d, _)| c == config && *d == direction)
+            .map(|(_, _, r)| r.clone())
+    }) {
+        return Ok(hit);
+    }
+    let set = RuleSet::parse(config).map_err(PluginError::InvalidConfig)?;
+    let (list, raw) = set.for_direction(direction);
+    let compiled = Rc::new(rules::compile(list, raw).map_err(PluginError::InvalidConfig)?);
+    LAST.set(Some((config.clone(), direction, compiled.clone())));
+    Ok(compiled)
 }
 
 syncweave_plugin::mutator!(Mutation);

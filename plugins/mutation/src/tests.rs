@@ -345,6 +345,19 @@ fn data_of_the_wrong_shape_is_invalid_input() {
 }
 
 #[test]
+fn compiled_rules_are_reused_only_for_the_same_config_and_direction() {
+    let config = json!([{"regex": {"path": "a", "pattern": "x", "replacement": "y"}}]);
+    let first = compiled_rules(&config, Direction::KcpToService).unwrap();
+    let again = compiled_rules(&config, Direction::KcpToService).unwrap();
+    assert!(std::rc::Rc::ptr_eq(&first, &again));
+    let other_direction = compiled_rules(&config, Direction::ServiceToKcp).unwrap();
+    assert!(!std::rc::Rc::ptr_eq(&first, &other_direction));
+    let changed = json!([{"regex": {"path": "a", "pattern": "z", "replacement": "y"}}]);
+    let out = mutate(changed, json!({"a": "xz"}), None).unwrap();
+    assert_eq!(out, json!({"a": "xy"}));
+}
+
+#[test]
 fn null_config_changes_nothing() {
     assert_eq!(mutate(json!(null), crontab(), None).unwrap(), crontab());
 }
