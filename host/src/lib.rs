@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod publish;
 pub mod selector;
 pub mod serve;
+pub mod sources;
 pub mod sync;
 pub mod validation;
 pub mod version;
