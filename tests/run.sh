@@ -34,4 +34,8 @@ cargo test --workspace --no-fail-fast
 phase "guest plugin logic (native unit tests)"
 (cd plugins && cargo test --workspace --no-fail-fast)
 
+phase "example plugin logic (Python unittest, node --test)"
+python3 -m unittest discover -s examples/python-mutator -p 'test_*.py'
+(cd examples/js-mutator && node --test)
+
 phase "done"
