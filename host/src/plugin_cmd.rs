@@ -1,9 +1,14 @@
 //! `syncweave plugin …`: build, inspect and test Wasm plugins locally.
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::Subcommand;
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
 use syncweave_runtime::build::{BuildOptions, build_crate};
+use syncweave_runtime::{
+    CallContext, Direction, Limits, Plugin, PluginRef, Runtime, RuntimeConfig, World,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -23,19 +28,79 @@ pub enum PluginCommand {
         #[arg(long, value_name = "DIR")]
         target_dir: Option<PathBuf>,
     },
-    /// Show a plugin's world, exports and describe() output.
+    /// Show a plugin's world, digest, size, imports, exports and describe() output.
     Inspect {
         /// Plugin reference: built-in name, file path or file:// URL.
         reference: String,
-    },
-    /// Run a plugin locally on an input object.
-    Test {
-        reference: String,
+        /// Print one JSON document instead of text.
         #[arg(long)]
-        input: PathBuf,
-        #[arg(long)]
-        config: Option<PathBuf>,
+        json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
+    /// Run a plugin locally on an input and print the result JSON (or the
+    /// classified failure, with a non-zero exit code).
+    Test(TestArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Per-call timeout in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100)]
+    pub timeout_ms: u64,
+    /// Memory cap per instance in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub memory_mib: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            timeout: Duration::from_millis(self.timeout_ms),
+            memory_bytes: self.memory_mib << 20,
+            ..Limits::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DirectionArg {
+    KcpToService,
+    ServiceToKcp,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Plugin reference: built-in name, file path or file:// URL.
+    pub reference: String,
+    /// Input document (JSON or YAML; `-` for stdin): the object for mutators
+    /// and namers, the CRD for projectors, the values for renderers.
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// Plugin config (JSON or YAML). Default: null, as the agent passes
+    /// when a rule has no config.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Mutators: the object's counterpart on the other side.
+    #[arg(long, value_name = "FILE")]
+    pub other: Option<PathBuf>,
+    /// Renderers: the template text.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    /// Context: logical cluster name.
+    #[arg(long, value_name = "NAME", default_value = "2x8fkdtr3b1z")]
+    pub cluster_name: String,
+    /// Context: workspace path.
+    #[arg(long, value_name = "PATH")]
+    pub cluster_path: Option<String>,
+    /// Context: direction of the sync.
+    #[arg(long, value_enum, default_value = "kcp-to-service")]
+    pub direction: DirectionArg,
+    /// Context: the PublishedResource or InitTarget the call is made for.
+    #[arg(long, value_name = "NAME", default_value = "local-test")]
+    pub owner: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
@@ -46,8 +111,33 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
             packages,
             target_dir,
         } => build(&paths, out, packages, target_dir),
-        other => anyhow::bail!("plugin command {other:?} is not available in this build yet"),
+        PluginCommand::Inspect {
+            reference,
+            json,
+            limits,
+        } => {
+            init_logging();
+            // Compilation and guest calls are blocking CPU work.
+            tokio::task::spawn_blocking(move || inspect(&reference, json, &limits)).await?
+        }
+        PluginCommand::Test(args) => {
+            init_logging();
+            tokio::task::spawn_blocking(move || test(&args)).await?
+        }
     }
+}
+
+/// Guest log lines (tracing target "plugin") on stderr, so `plugin test`
+/// shows what the plugin said. RUST_LOG overrides.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,plugin=debug"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .try_init();
 }
 
 fn build(
@@ -91,6 +181,162 @@ fn default_out_dir(crate_path: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/plugins"))
 }
 
+fn load(reference: &str, limits: &LimitArgs) -> anyhow::Result<(Runtime, std::sync::Arc<Plugin>)> {
+    let r = PluginRef::parse(reference)?;
+    let runtime = Runtime::new(RuntimeConfig::default())?;
+    let plugin = runtime.load_ref(&r, Some(limits.limits()))?;
+    Ok((runtime, plugin))
+}
+
+fn inspect(reference: &str, as_json: bool, limits: &LimitArgs) -> anyhow::Result<()> {
+    let (_rt, plugin) = load(reference, limits)?;
+    let info = plugin.describe()?;
+    if as_json {
+        let doc = json!({
+            "name": plugin.name(),
+            "world": plugin.world().as_str(),
+            "digest": plugin.digest(),
+            "size": plugin.size(),
+            "imports": plugin.imports(),
+            "exports": plugin.exports(),
+            "describe": info,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!("plugin:      {}", plugin.name());
+    println!("world:       {}", plugin.world());
+    println!("digest:      {}", plugin.digest());
+    println!("size:        {} bytes", plugin.size());
+    println!("exports:");
+    for e in plugin.exports() {
+        println!("  {e}");
+    }
+    println!("imports:");
+    if plugin.imports().is_empty() {
+        println!("  (none)");
+    }
+    for i in plugin.imports() {
+        let note = if i.starts_with("wasi:") {
+            "  (linked, nothing granted)"
+        } else {
+            ""
+        };
+        println!("  {i}{note}");
+    }
+    println!("describe():");
+    println!("  name:        {}", info.name);
+    println!("  version:     {}", info.version);
+    println!("  description: {}", info.description);
+    match &info.config_schema {
+        Some(s) => {
+            let pretty = serde_json::from_str::<Value>(s)
+                .ok()
+                .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .unwrap_or_else(|| s.clone());
+            println!("  config schema:");
+            for line in pretty.lines() {
+                println!("    {line}");
+            }
+        }
+        None => println!("  config schema: (none)"),
+    }
+    if info.examples.is_empty() {
+        println!("  examples:    (none)");
+    } else {
+        println!("  examples:");
+        for ex in &info.examples {
+            println!(
+                "    {}{}",
+                ex.name,
+                if ex.expected.is_some() {
+                    " (with expected output)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Read a JSON or YAML document (`-` = stdin) and return it as JSON text.
+fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("reading stdin")?
+    } else {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("reading {what} file {}", path.display()))?
+    };
+    if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        return Ok(text);
+    }
+    let v: Value = serde_yaml_ng::from_str(&text)
+        .with_context(|| format!("{what} file {} is neither JSON nor YAML", path.display()))?;
+    Ok(v.to_string())
+}
+
+fn test(args: &TestArgs) -> anyhow::Result<()> {
+    let (_rt, plugin) = load(&args.reference, &args.limits)?;
+    let input = read_document(&args.input, "input")?;
+    let config = match &args.config {
+        Some(p) => read_document(p, "config")?,
+        None => "null".to_string(),
+    };
+    let ctx = CallContext {
+        cluster_name: args.cluster_name.clone(),
+        cluster_path: args.cluster_path.clone(),
+        direction: match args.direction {
+            DirectionArg::KcpToService => Direction::KcpToService,
+            DirectionArg::ServiceToKcp => Direction::ServiceToKcp,
+        },
+        owner: args.owner.clone(),
+    };
+    let world = plugin.world();
+    if args.other.is_some() && world != World::Mutator {
+        anyhow::bail!(
+            "--other is only for mutators; {} is a {world}",
+            plugin.name()
+        );
+    }
+    if args.template.is_some() != (world == World::Renderer) {
+        anyhow::bail!(
+            "--template is required for renderers and only for them; {} is a {world}",
+            plugin.name()
+        );
+    }
+    plugin.validate_config(&config)?;
+    let result: Value = match world {
+        World::Mutator => {
+            let other = args
+                .other
+                .as_deref()
+                .map(|p| read_document(p, "other"))
+                .transpose()?;
+            let out = plugin.mutate(&ctx, &config, &input, other.as_deref())?;
+            serde_json::from_str(&out)?
+        }
+        World::Namer => {
+            let n = plugin.name_object(&ctx, &config, &input)?;
+            json!({"name": n.name, "namespace": n.namespace})
+        }
+        World::Projector => serde_json::from_str(&plugin.project(&config, &input)?)?,
+        World::Renderer => {
+            let path = args.template.as_deref().expect("checked above");
+            let template = std::fs::read_to_string(path)
+                .with_context(|| format!("reading template file {}", path.display()))?;
+            let docs = plugin.render(&ctx, &config, &template, &input)?;
+            Value::Array(
+                docs.iter()
+                    .map(|d| serde_json::from_str(d))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +353,24 @@ mod tests {
             default_out_dir(Path::new("/")),
             PathBuf::from("target/plugins")
         );
+    }
+
+    #[test]
+    fn documents_may_be_yaml() {
+        let dir = std::env::temp_dir().join(format!("sw-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let yaml = dir.join("o.yaml");
+        std::fs::write(
+            &yaml,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+        )
+        .unwrap();
+        let json: Value = serde_json::from_str(&read_document(&yaml, "input").unwrap()).unwrap();
+        assert_eq!(json["metadata"]["name"], "a");
+        let bad = dir.join("bad");
+        std::fs::write(&bad, "{ nope: [").unwrap();
+        let e = read_document(&bad, "input").unwrap_err();
+        assert!(format!("{e:#}").contains("neither JSON nor YAML"), "{e:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -332,6 +332,42 @@ impl Plugin {
         Ok(docs)
     }
 
+    /// An instance kept alive across calls, for benchmarks that separate
+    /// call cost from instantiation. Production calls never reuse instances.
+    #[doc(hidden)]
+    pub fn warm(&self) -> Result<WarmInstance<'_>, PluginFailure> {
+        let mut store = self.new_store();
+        let bound = self
+            .instantiate(&mut store)
+            .map_err(|e| self.classify(e, store.data()))?;
+        Ok(WarmInstance {
+            plugin: self,
+            store,
+            bound,
+        })
+    }
+
+    fn new_store(&self) -> Store<HostState> {
+        let engine = match &self.compiled.pre {
+            WorldPre::Mutator(p) => p.engine(),
+            WorldPre::Namer(p) => p.engine(),
+            WorldPre::Projector(p) => p.engine(),
+            WorldPre::Renderer(p) => p.engine(),
+        };
+        let state = HostState::new(
+            Limiter::new(self.limits.memory_bytes),
+            CallLog::new(
+                self.name_arc.clone(),
+                self.digest_arc.clone(),
+                self.limits.max_log_bytes,
+            ),
+        );
+        let mut store = Store::new(engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(self.epoch_ticks);
+        store
+    }
+
     fn check_size(&self, len: usize) -> Result<(), PluginFailure> {
         if len > self.limits.max_output_bytes {
             return Err(self.failure(
@@ -384,23 +420,7 @@ impl Plugin {
         &self,
         f: impl FnOnce(&mut Store<HostState>, &Bound) -> wasmtime::Result<R>,
     ) -> Result<R, PluginFailure> {
-        let engine = match &self.compiled.pre {
-            WorldPre::Mutator(p) => p.engine(),
-            WorldPre::Namer(p) => p.engine(),
-            WorldPre::Projector(p) => p.engine(),
-            WorldPre::Renderer(p) => p.engine(),
-        };
-        let state = HostState::new(
-            Limiter::new(self.limits.memory_bytes),
-            CallLog::new(
-                self.name_arc.clone(),
-                self.digest_arc.clone(),
-                self.limits.max_log_bytes,
-            ),
-        );
-        let mut store = Store::new(engine, state);
-        store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(self.epoch_ticks);
+        let mut store = self.new_store();
         let result = self
             .instantiate(&mut store)
             .and_then(|bound| f(&mut store, &bound));
@@ -468,4 +488,37 @@ fn truncate(s: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} more bytes)", &s[..end], s.len() - end)
+}
+
+/// See [`Plugin::warm`].
+#[doc(hidden)]
+pub struct WarmInstance<'p> {
+    plugin: &'p Plugin,
+    store: Store<HostState>,
+    bound: Bound,
+}
+
+impl WarmInstance<'_> {
+    pub fn mutate(
+        &mut self,
+        ctx: &CallContext,
+        config: &str,
+        object: &str,
+        other: Option<&str>,
+    ) -> Result<String, PluginFailure> {
+        let p = self.plugin;
+        p.expect_world(World::Mutator)?;
+        self.store.set_epoch_deadline(p.epoch_ticks);
+        let Bound::Mutator(b) = &self.bound else {
+            unreachable!("world checked above")
+        };
+        let res = b
+            .syncweave_plugin_mutation()
+            .call_mutate(&mut self.store, &ctx.to_wit(), config, object, other)
+            .map_err(|e| p.classify(e, self.store.data()))?;
+        let out = res.map_err(|e| p.guest_error(e))?;
+        p.check_size(out.len())?;
+        output::check_mutation(object, &out).map_err(|m| p.failure(FailureKind::BadOutput, m))?;
+        Ok(out)
+    }
 }

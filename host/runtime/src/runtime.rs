@@ -281,11 +281,19 @@ impl Runtime {
 
     /// Load `<name>.wasm` from the first built-in plugin directory holding it.
     pub fn load_builtin(&self, name: &str) -> Result<Arc<Plugin>, PluginFailure> {
+        self.load_builtin_with(name, None)
+    }
+
+    pub(crate) fn load_builtin_with(
+        &self,
+        name: &str,
+        limits: Option<Limits>,
+    ) -> Result<Arc<Plugin>, PluginFailure> {
         let dirs = self.builtin_dirs();
         for dir in &dirs {
             let path = dir.join(format!("{name}.wasm"));
             match std::fs::read(&path) {
-                Ok(bytes) => return self.load(name, &bytes, None),
+                Ok(bytes) => return self.load(name, &bytes, limits),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     return Err(PluginFailure::new(
@@ -312,7 +320,7 @@ impl Runtime {
             FailureKind::Load,
             format!(
                 "no built-in plugin named {name:?} (searched {searched}; available: {}); set \
-                 $SYNCWEAVE_PLUGIN_DIR or build the built-ins with `syncweave plugin build plugins`",
+                 $SYNCWEAVE_PLUGIN_DIR, or build it with `syncweave plugin build plugins/<name>`",
                 if available.is_empty() {
                     "none".to_string()
                 } else {
