@@ -21,3 +21,4 @@ pub mod sources;
 pub mod sync;
 pub mod validation;
 pub mod version;
+pub mod wasmplugin;

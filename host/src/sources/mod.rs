@@ -526,7 +526,7 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn tempdir(tag: &str) -> PathBuf {

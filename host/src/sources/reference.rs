@@ -222,8 +222,10 @@ pub fn parse_sha256(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// The same rule as `syncweave plugin inspect`: a '/', a leading '.' or a
+/// `.wasm` suffix makes a path; anything else is a built-in name.
 fn looks_like_path(s: &str) -> bool {
-    s.contains('/') || s.ends_with(".wasm")
+    s.contains('/') || s.starts_with('.') || s.ends_with(".wasm")
 }
 
 fn check_builtin_name(s: &str) -> Result<(), String> {
@@ -436,7 +438,13 @@ mod tests {
                 path: "/opt/my plugins/x.wasm".into()
             }
         );
-        for p in ["/abs/x.wasm", "./rel/x.wasm", "x.wasm", "plugins/x"] {
+        for p in [
+            "/abs/x.wasm",
+            "./rel/x.wasm",
+            "x.wasm",
+            "plugins/x",
+            ".hidden",
+        ] {
             assert_eq!(
                 parse(p).unwrap().location,
                 Location::File { path: p.into() },
