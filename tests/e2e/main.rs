@@ -4,6 +4,7 @@
 
 mod cli;
 mod mutation;
+mod plugins;
 mod sync;
 
 /// The binary under test, built by cargo before this test binary.

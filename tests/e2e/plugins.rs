@@ -1,0 +1,333 @@
+//! WasmPlugins against a real kcp: a workspace stands in for the service
+//! cluster, the WasmPlugin CRD is installed there, and the controller runs
+//! in-process (`syncweave::wasmplugin::run`) with a client to that
+//! workspace, as the agent runs it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::{Client, ResourceExt};
+use sha2::{Digest, Sha256};
+use syncweave::apis::{WasmPlugin, WasmPluginSpec};
+use syncweave::wasmplugin::{PluginResolver, WasmPluginRegistry};
+use syncweave_runtime::{Runtime, RuntimeConfig, World};
+use syncweave_tests::*;
+use tokio_util::sync::CancellationToken;
+
+const WASMPLUGIN_CRD: &str =
+    include_str!("../../charts/syncweave/crds/syncweave.dev_wasmplugins.yaml");
+const WAIT: Duration = Duration::from_secs(60);
+
+fn plugin_file(name: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/plugins")
+        .join(format!("{name}.wasm"));
+    p.canonicalize().unwrap_or_else(|_| {
+        panic!(
+            "{} not built: run tests/run.sh (or examples/build.sh)",
+            p.display()
+        )
+    })
+}
+
+fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// A service-cluster workspace with the WasmPlugin CRD, and the controller
+/// running against it until the returned guard is dropped.
+struct Setup {
+    client: Client,
+    registry: WasmPluginRegistry,
+    runtime: Runtime,
+    cancel: CancellationToken,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+async fn setup(test: &str) -> Setup {
+    let kcp = kcp();
+    let org = kcp
+        .create_workspace("root", &unique(test))
+        .await
+        .expect("org workspace");
+    let service = kcp
+        .create_workspace(&org.path, "service")
+        .await
+        .expect("service workspace");
+    let client = kcp.client(&service.path).await.unwrap();
+    // A fresh workspace can refuse for a moment (seen once on a busy
+    // machine); retrying keeps the test about WasmPlugins.
+    eventually("WasmPlugin CRD established", WAIT, || async {
+        apply_crds(&client, WASMPLUGIN_CRD)
+            .await
+            .map(Some)
+            .map_err(|e| format!("{e:#}"))
+    })
+    .await;
+    let runtime = Runtime::new(RuntimeConfig {
+        max_instances: 8,
+        max_memory_bytes: 256 << 20,
+        ..Default::default()
+    })
+    .expect("runtime");
+    let registry = WasmPluginRegistry::new();
+    let cancel = CancellationToken::new();
+    tokio::spawn(syncweave::wasmplugin::run(
+        client.clone(),
+        runtime.clone(),
+        registry.clone(),
+        cancel.clone(),
+    ));
+    Setup {
+        client,
+        registry,
+        runtime,
+        cancel,
+    }
+}
+
+async fn create_plugin(client: &Client, name: &str, spec: WasmPluginSpec) {
+    Api::<WasmPlugin>::all(client.clone())
+        .create(&PostParams::default(), &WasmPlugin::new(name, spec))
+        .await
+        .expect("create WasmPlugin");
+}
+
+/// The WasmPlugin once its Ready condition has status `want`.
+async fn wait_ready(client: &Client, name: &str, want: &str) -> WasmPlugin {
+    let api = Api::<WasmPlugin>::all(client.clone());
+    eventually(&format!("WasmPlugin {name} Ready={want}"), WAIT, || {
+        let api = api.clone();
+        async move {
+            let wp = api.get(name).await.map_err(|e| e.to_string())?;
+            let state = format!("{:?}", wp.status);
+            match wp.condition("Ready") {
+                Some(c) if c.status == want => Ok(Some(wp)),
+                _ => Err(state),
+            }
+        }
+    })
+    .await
+}
+
+/// Events in `default` about WasmPlugin `name`.
+async fn events_for(client: &Client, name: &str) -> Vec<Event> {
+    let api = Api::<Event>::namespaced(client.clone(), "default");
+    api.list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some("WasmPlugin")
+                && e.involved_object.name.as_deref() == Some(name)
+        })
+        .collect()
+}
+
+/// A file:// plugin becomes Ready with its digest, world and describe()
+/// info in status; the sync path can resolve it by name.
+#[tokio::test(flavor = "multi_thread")]
+async fn file_source_becomes_ready() {
+    let s = setup("wp-file").await;
+    let path = plugin_file("rust-mutator");
+    let bytes = std::fs::read(&path).unwrap();
+    create_plugin(
+        &s.client,
+        "label-team",
+        WasmPluginSpec {
+            source: format!("file://{}", path.display()),
+            config: Some(serde_json::json!({"label": {"key": "team", "value": "platform"}})),
+            ..Default::default()
+        },
+    )
+    .await;
+
+    let wp = wait_ready(&s.client, "label-team", "True").await;
+    let status = wp.status.clone().unwrap();
+    assert_eq!(status.digest.as_deref(), Some(digest_of(&bytes).as_str()));
+    assert_eq!(status.world.as_deref(), Some("mutator"));
+    assert_eq!(status.observed_generation, wp.metadata.generation);
+    let info = status.info.expect("describe() info in status");
+    assert!(
+        !info.name.is_empty() && !info.version.is_empty(),
+        "{info:?}"
+    );
+    for t in ["Fetched", "Compiled", "Ready"] {
+        let c = wp.condition(t).unwrap();
+        assert_eq!(c.status, "True", "{t}: {c:?}");
+        assert_eq!(c.observed_generation, wp.metadata.generation);
+    }
+
+    // The registry the sync path reads has it, and a use resolves by name.
+    let ready = s.registry.get("label-team").expect("registry entry");
+    assert_eq!(ready.digest(), digest_of(&bytes));
+    let fetch = syncweave::sources::FetchContext::new(
+        syncweave::sources::FetchOptions::for_runtime(&s.runtime, Some(s.client.clone())),
+    )
+    .unwrap();
+    let resolver = PluginResolver::new(s.runtime.clone(), s.registry.clone(), fetch);
+    let use_ = syncweave::apis::WasmUse {
+        plugin: Some("label-team".into()),
+        ..Default::default()
+    };
+    let r = resolver
+        .resolve_use(&use_, World::Mutator, "spec.mutation.spec[0].wasm")
+        .await
+        .expect("resolves");
+    assert_eq!(r.config, r#"{"label":{"key":"team","value":"platform"}}"#);
+
+    let events = events_for(&s.client, "label-team").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("Ready") && e.type_.as_deref() == Some("Normal")),
+        "{events:?}"
+    );
+
+    // Deleting the WasmPlugin takes it out of the registry.
+    Api::<WasmPlugin>::all(s.client.clone())
+        .delete("label-team", &Default::default())
+        .await
+        .unwrap();
+    eventually("registry forgets the deleted plugin", WAIT, || async {
+        Ok(s.registry.get("label-team").is_err().then_some(()))
+    })
+    .await;
+}
+
+/// A source that cannot be fetched: Fetched=False with the reason in the
+/// message, Ready=False, and a Warning Event on the WasmPlugin.
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_source_reports_fetch_failure_with_event() {
+    let s = setup("wp-bad").await;
+    create_plugin(
+        &s.client,
+        "missing",
+        WasmPluginSpec {
+            source: "file:///nonexistent/syncweave-e2e/plugin.wasm".into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let wp = wait_ready(&s.client, "missing", "False").await;
+    let fetched = wp.condition("Fetched").expect("Fetched condition");
+    assert_eq!(fetched.status, "False");
+    assert_eq!(fetched.reason, "FetchFailed");
+    assert!(
+        fetched
+            .message
+            .contains("/nonexistent/syncweave-e2e/plugin.wasm"),
+        "{fetched:?}"
+    );
+    assert_eq!(wp.condition("Compiled").unwrap().status, "Unknown");
+    assert!(wp.status.as_ref().unwrap().digest.is_none());
+
+    let event = eventually("a FetchFailed Event", WAIT, || async {
+        let events = events_for(&s.client, "missing").await;
+        Ok(events
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("FetchFailed")))
+    })
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.involved_object.uid, wp.uid());
+    assert!(
+        event
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("/nonexistent/syncweave-e2e/plugin.wasm"),
+        "{event:?}"
+    );
+    let not_ready = s.registry.get("missing").unwrap_err();
+    assert!(not_ready.reason.contains("Fetched=False"), "{not_ready}");
+
+    // A malformed reference is InvalidSource, naming the field.
+    create_plugin(
+        &s.client,
+        "tag-only",
+        WasmPluginSpec {
+            source: "oci://ghcr.io/example/plugin:v1".into(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let wp = wait_ready(&s.client, "tag-only", "False").await;
+    let fetched = wp.condition("Fetched").unwrap();
+    assert_eq!(fetched.reason, "InvalidSource");
+    assert!(fetched.message.starts_with("spec.source:"), "{fetched:?}");
+    assert!(fetched.message.contains("pin it by digest"), "{fetched:?}");
+}
+
+/// configmap:// reads a binaryData key from the service cluster: the
+/// air-gapped way to ship a plugin.
+#[tokio::test(flavor = "multi_thread")]
+async fn configmap_source_becomes_ready() {
+    let s = setup("wp-cm").await;
+    let bytes = std::fs::read(plugin_file("rust-mutator")).unwrap();
+    Api::<Namespace>::all(s.client.clone())
+        .create(
+            &PostParams::default(),
+            &Namespace {
+                metadata: ObjectMeta {
+                    name: Some("plugins".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("namespace");
+
+    // Referenced before the ConfigMap exists: not ready, and says how to fix it.
+    create_plugin(
+        &s.client,
+        "from-cm",
+        WasmPluginSpec {
+            source: "configmap://plugins/rust-mutator/plugin.wasm".into(),
+            sha256: Some(hex::encode(Sha256::digest(&bytes))),
+            ..Default::default()
+        },
+    )
+    .await;
+    let wp = wait_ready(&s.client, "from-cm", "False").await;
+    let fetched = wp.condition("Fetched").unwrap();
+    assert!(
+        fetched.message.contains("kubectl create configmap"),
+        "{fetched:?}"
+    );
+
+    Api::<ConfigMap>::namespaced(s.client.clone(), "plugins")
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("rust-mutator".into()),
+                    ..Default::default()
+                },
+                binary_data: Some(BTreeMap::from([(
+                    "plugin.wasm".to_string(),
+                    ByteString(bytes.clone()),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("ConfigMap");
+
+    // The missing-ConfigMap failure is retried with backoff, so no edit is needed.
+    let wp = wait_ready(&s.client, "from-cm", "True").await;
+    let status = wp.status.unwrap();
+    assert_eq!(status.digest.as_deref(), Some(digest_of(&bytes).as_str()));
+    assert_eq!(status.world.as_deref(), Some("mutator"));
+    assert!(s.registry.get("from-cm").is_ok());
+}
