@@ -22,8 +22,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Publish service-cluster APIs into kcp and sync objects (the api-syncagent role).
+    // Like Go's pflag, a repeated flag overrides the earlier one.
+    #[command(args_override_self = true)]
     Sync(SyncArgs),
     /// Initialize new kcp workspaces from InitTargets (the init-agent role).
+    #[command(args_override_self = true)]
     Init(InitArgs),
     /// Build, inspect and test Wasm plugins.
     #[command(subcommand)]
@@ -344,6 +347,16 @@ mod tests {
         );
         assert!(sync(&["--log-debug=1"]).common.log_debug);
         assert!(parse(&["sync", "--log-debug=maybe"]).is_err());
+    }
+
+    #[test]
+    fn repeated_flags_override_like_pflag() {
+        let a = sync(&["--metrics-address", "0", "--metrics-address=127.0.0.1:9090"]);
+        assert_eq!(
+            a.common.metrics_address,
+            Address(Some("127.0.0.1:9090".parse().unwrap()))
+        );
+        assert!(!sync(&["--log-debug", "--log-debug=false"]).common.log_debug);
     }
 
     #[test]

@@ -178,4 +178,25 @@ spec:
     .await;
     assert!(message.contains("spec.naming.wasm"), "{message}");
     assert!(message.contains("/nonexistent/namer.wasm"), "{message}");
+
+    // The same error is recorded as a Warning Event on the PublishedResource.
+    let events = dynamic_api(
+        &env.service_client,
+        &gvk("events.k8s.io", "v1", "Event"),
+        "events",
+        None,
+    );
+    let note = eventually("a Warning Event on the PublishedResource", WAIT, || async {
+        let list = events
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list.items.into_iter().find_map(|e| {
+            (str_at(&e, "/regarding/name") == Some("publish-crontabs")
+                && str_at(&e, "/type") == Some("Warning"))
+            .then(|| str_at(&e, "/note").unwrap_or_default().to_string())
+        }))
+    })
+    .await;
+    assert!(note.contains("spec.naming.wasm"), "{note}");
 }

@@ -317,3 +317,66 @@ async fn same_name_in_two_workspaces() {
         "consumer-b's copy kept"
     );
 }
+
+/// Operations: metrics (upstream's gauge), health endpoints, and leader
+/// election through a Lease in the agent's namespace.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_health_and_leader_election() {
+    let mut env = Env::start("ops", crate::binary()).await;
+    let port = |_: ()| {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (metrics, health) = (port(()), port(()));
+    env.start_agent(&[
+        &format!("--metrics-address=127.0.0.1:{metrics}"),
+        &format!("--health-address=127.0.0.1:{health}"),
+        "--enable-leader-election=true",
+    ]);
+    env.publish().await;
+
+    let leases = dynamic_api(
+        &env.service_client,
+        &gvk("coordination.k8s.io", "v1", "Lease"),
+        "leases",
+        Some(AGENT_NAMESPACE),
+    );
+    let lease = eventually("the leader Lease", WAIT, || async {
+        let l = get_opt(&leases, &format!("syncagent.{AGENT_NAME}")).await?;
+        Ok(l.filter(|l| str_at(l, "/spec/holderIdentity").is_some_and(|h| !h.is_empty())))
+    })
+    .await;
+    assert!(str_at(&lease, "/spec/holderIdentity").is_some());
+
+    let get = |port: u16, path: &'static str| async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<String, String>(out)
+    };
+    let healthz = eventually("/healthz", WAIT, || async {
+        get(health, "/healthz").await.map(Some)
+    })
+    .await;
+    assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");
+    let readyz = get(health, "/readyz").await.unwrap();
+    assert!(readyz.starts_with("HTTP/1.1 200"), "{readyz}");
+    eventually("published resource gauge = 1", WAIT, || async {
+        let m = get(metrics, "/metrics").await?;
+        Ok(m.lines()
+            .any(|l| l == "sync_agent_published_resource 1")
+            .then_some(()))
+    })
+    .await;
+}

@@ -242,10 +242,20 @@ impl Kcp {
             "metadata": {"name": name},
             "spec": {},
         }))?;
-        match api.create(&Default::default(), &obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
-            Err(e) => return Err(e).with_context(|| format!("creating workspace {parent}:{name}")),
+        // A parent that just turned Ready can answer 404 for a moment while
+        // kcp's path index catches up; retry briefly.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.create(&Default::default(), &obj).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(s)) if s.code == 409 => break,
+                Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating workspace {parent}:{name}"));
+                }
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

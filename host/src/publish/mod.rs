@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Client;
+use kube::Resource;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::watcher;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -49,11 +51,13 @@ pub struct Publisher {
     service: Client,
     plugins: PluginHost,
     running: HashMap<String, Running>,
+    events: Recorder,
 }
 
 impl Publisher {
     pub fn new(cfg: PublishConfig, kcp: KcpContext, service: Client, plugins: PluginHost) -> Self {
         Publisher {
+            events: Recorder::new(service.clone(), "syncweave".into()),
             cfg,
             kcp,
             service,
@@ -111,6 +115,9 @@ impl Publisher {
         let prs = api
             .list(&ListParams::default().labels(&self.cfg.selector))
             .await?;
+        crate::serve::METRICS
+            .published_resources
+            .store(prs.items.len() as i64, std::sync::atomic::Ordering::Relaxed);
         let mut pending = false;
         let mut schemas = BTreeMap::new();
         let mut ready = Vec::new();
@@ -296,17 +303,31 @@ impl Publisher {
         reason: &str,
         message: &str,
     ) {
-        let current = api
-            .get_status(name)
-            .await
-            .ok()
-            .and_then(|p| p.status)
-            .and_then(|s| s.conditions)
+        let Ok(pr) = api.get_status(name).await else {
+            return;
+        };
+        let current = pr
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
         if current.iter().any(|c| {
             c.type_ == "Ready" && c.status == status && c.reason == reason && c.message == message
         }) {
             return;
+        }
+        if status == "False" {
+            // Events say the same as the condition, where `kubectl describe` shows them.
+            let ev = Event {
+                type_: EventType::Warning,
+                reason: reason.to_string(),
+                note: Some(message.chars().take(1000).collect()),
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            if let Err(e) = self.events.publish(&ev, &pr.object_ref(&())).await {
+                warn!(published_resource = %name, error = %e, "cannot record event");
+            }
         }
         let now = k8s_openapi::jiff::Timestamp::now();
         let p = json!({"status": {"conditions": [{

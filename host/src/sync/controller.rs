@@ -70,7 +70,13 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         let (ctx, queue) = (ctx.clone(), queue.clone());
         tasks.spawn(async move {
             while let Some(key) = queue.get().await {
-                match ctx.reconcile(&key).await {
+                let result = ctx.reconcile(&key).await;
+                let counter = match &result {
+                    Ok(_) => &crate::serve::METRICS.reconciles_ok,
+                    Err(_) => &crate::serve::METRICS.reconciles_failed,
+                };
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match result {
                     Ok(Outcome::Done) => {
                         queue.forget(&key);
                         queue.add_after(key.clone(), RESYNC);
