@@ -3,13 +3,20 @@
 //! - [`published_resource`]: `syncagent.kcp.io/v1alpha1` PublishedResource,
 //!   a superset of upstream's schema so existing manifests apply unchanged.
 //! - [`kcp`]: the few kcp types the agent reads and writes.
+//! - [`init`]: `initialization.kcp.io/v1alpha1` InitTarget and InitTemplate,
+//!   the init role's configuration (a superset of upstream init-agent's).
 //! - [`wasmplugin`]: `syncweave.dev/v1alpha1` WasmPlugin, a plugin artifact
 //!   that PublishedResources refer to by name.
 
+pub mod init;
 pub mod kcp;
 pub mod published_resource;
 pub mod wasmplugin;
 
+pub use init::{
+    InitSource, InitTarget, InitTargetSpec, InitTemplate, InitTemplateSpec, RendererPlugin,
+    RendererSpec, TemplateEngine, TemplateSource, WorkspaceTypeReference,
+};
 pub use published_resource::*;
 pub use wasmplugin::{
     FailurePolicy, WasmPlugin, WasmPluginInfo, WasmPluginLimits, WasmPluginSpec, WasmPluginStatus,
