@@ -101,10 +101,59 @@ async fn resolve_kcp(cfg: kube::Config, slice: &str) -> anyhow::Result<KcpContex
 }
 
 pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "the init role (--config-workspace {}) is not available in this build yet; use `syncweave sync`",
-        opts.config_workspace
+    // For this role --kubeconfig points at kcp; any /clusters/<x> in its
+    // server URL is dropped, as upstream does.
+    let kcp_cfg = match kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await {
+        Ok(c) => c,
+        Err(kubeconfig::KubeconfigError::Infer(e)) => anyhow::bail!(
+            "no kubeconfig for kcp: pass --kubeconfig, set $KUBECONFIG, or run in a cluster ({e})"
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
+    let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
+        .context("starting the Wasm plugin runtime")?;
+    // configmap:// renderer sources are read from the config workspace.
+    let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
+        &runtime,
+        Some(config_client.clone()),
+    ))?;
+    let agent = crate::init::InitAgent::new(
+        kcp_cfg,
+        crate::init::InitConfig {
+            config_workspace: opts.config_workspace.clone(),
+            selector: opts.selector.clone(),
+        },
+        crate::init::render::Renderers::new(runtime.clone(), fetch),
+    )?;
+    agent.check_access().await?;
+    info!(
+        config_workspace = %opts.config_workspace,
+        builtins = ?runtime.builtin_names(),
+        "connected to kcp"
+    );
+
+    let cancel = CancellationToken::new();
+    let servers = serve::start(&opts.common, cancel.clone()).await?;
+    // The Lease lives in the config workspace's `default` namespace, named
+    // after the config workspace so that agents serving different config
+    // workspaces elect independently.
+    let lease = crate::leader::acquire_if_enabled(
+        opts.common.enable_leader_election,
+        &config_client,
+        "default",
+        &crate::init::lease_name(&opts.config_workspace),
+        cancel.clone(),
     )
+    .await?;
+    let run = tokio::spawn(agent.run(cancel.clone()));
+    shutdown_signal(cancel.clone()).await;
+    info!("shutting down");
+    cancel.cancel();
+    let _ = run.await;
+    drop(lease);
+    drop(servers);
+    Ok(())
 }
 
 async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {

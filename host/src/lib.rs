@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod apis;
 pub mod cli;
+pub mod init;
 pub mod kcp;
 pub mod kubeconfig;
 pub mod leader;

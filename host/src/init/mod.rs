@@ -1,0 +1,422 @@
+//! The init role (`syncweave init`), replacing kcp's init-agent: InitTargets
+//! in the config workspace name a WorkspaceType; every new workspace of that
+//! type waits in phase Initializing until the agent has created the objects
+//! the target's InitTemplates render, then the agent removes its
+//! initializer and kcp marks the workspace Ready.
+//!
+//! Top to bottom:
+//! - [`InitAgent`] watches InitTargets (and InitTemplates) in the config
+//!   workspace and runs one [`target`] worker per InitTarget, keyed by UID;
+//!   a worker stops when its InitTarget is deleted, stops matching the
+//!   selector, or points at another WorkspaceType.
+//! - A target worker resolves the WorkspaceType to its initializer and
+//!   virtual-workspace URLs, watches the initializing LogicalClusters there
+//!   and reconciles each through a work queue ([`reconcile`]).
+//! - [`render`] picks the renderer plugin, [`apply`] orders and creates
+//!   the rendered objects.
+
+pub mod apply;
+mod reconcile;
+pub mod render;
+mod target;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Config};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::apis::InitTarget;
+use crate::apis::kcp::CLUSTER_ANNOTATION;
+use crate::kubeconfig::base_of;
+use render::{RendererError, Renderers};
+use syncweave_runtime::PluginFailure;
+
+pub use target::ClusterKey;
+
+/// How long a workspace waits when a rendered kind is not served yet
+/// (upstream: 5 s).
+pub const MISSING_KIND_RETRY: Duration = Duration::from_secs(5);
+/// A full pass over InitTargets also runs this often, healing missed events.
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// What went wrong while initializing one workspace. Every variant names
+/// the InitTarget and, where there is one, the template and the object.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("InitTarget {target}: {source}")]
+    Renderer {
+        target: String,
+        #[source]
+        source: Box<RendererError>,
+    },
+    #[error(
+        "InitTarget {target}: spec.sources[{index}]: no known source configured (set template.name)"
+    )]
+    NoSource { target: String, index: usize },
+    #[error(
+        "InitTarget {target}: spec.sources[{index}]: InitTemplate {template:?} not found in workspace {workspace}; create it there (an InitTemplate must live in its InitTarget's workspace)"
+    )]
+    TemplateNotFound {
+        target: String,
+        index: usize,
+        template: String,
+        workspace: String,
+    },
+    #[error("InitTarget {target}: InitTemplate {template:?}: {source}")]
+    Render {
+        target: String,
+        template: String,
+        #[source]
+        source: Box<PluginFailure>,
+    },
+    #[error("InitTarget {target}: InitTemplate {template:?}: {object}: {source}")]
+    Apply {
+        target: String,
+        template: String,
+        object: String,
+        #[source]
+        source: Box<apply::ApplyError>,
+    },
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl InitError {
+    fn kube(what: impl Into<String>) -> impl FnOnce(kube::Error) -> InitError {
+        let what = what.into();
+        move |source| InitError::Kube {
+            what,
+            source: Box::new(source),
+        }
+    }
+}
+
+/// Settings of the init role.
+#[derive(Debug, Clone)]
+pub struct InitConfig {
+    /// Workspace path or logical-cluster name holding InitTargets and InitTemplates.
+    pub config_workspace: String,
+    /// Label selector for InitTargets ("" = all).
+    pub selector: String,
+}
+
+pub fn inittarget_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(crate::apis::init::INIT_GROUP, "v1alpha1", "InitTarget"),
+        "inittargets",
+    )
+}
+
+pub fn inittemplate_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(crate::apis::init::INIT_GROUP, "v1alpha1", "InitTemplate"),
+        "inittemplates",
+    )
+}
+
+pub fn workspacetype_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
+        "workspacetypes",
+    )
+}
+
+/// The kcp connection and plugins every target worker shares.
+pub(crate) struct Shared {
+    /// Credentials and TLS settings; the URL is replaced per use.
+    base: Config,
+    /// `https://host:port`, without `/clusters/…`.
+    base_url: String,
+    config_workspace: String,
+    config_client: Client,
+    renderers: Renderers,
+}
+
+impl Shared {
+    /// A client for an absolute URL (a workspace or a virtual workspace).
+    fn client_at(&self, url: &str) -> Result<Client, InitError> {
+        client_at(&self.base, url)
+    }
+
+    fn workspace_client(&self, workspace: &str) -> Result<Client, InitError> {
+        self.client_at(&format!("{}/clusters/{workspace}", self.base_url))
+    }
+}
+
+/// A client for `workspace` (path or logical-cluster name) on the kcp that
+/// `kcp` points at, whatever workspace its own URL names.
+pub fn workspace_client(kcp: &Config, workspace: &str) -> Result<Client, InitError> {
+    let url = format!(
+        "{}/clusters/{workspace}",
+        base_of(&kcp.cluster_url.to_string())
+    );
+    client_at(kcp, &url)
+}
+
+fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
+    let mut cfg = base.clone();
+    cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
+        InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
+    })?;
+    Client::try_from(cfg).map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
+}
+
+struct Running {
+    /// `spec.workspaceTypeRef` the worker was started for.
+    fingerprint: String,
+    resource_version: Option<String>,
+    cancel: CancellationToken,
+    /// Asks the worker to retry every pending workspace now.
+    kick: Arc<Notify>,
+}
+
+/// The init role's controller: one worker per selected InitTarget.
+pub struct InitAgent {
+    shared: Arc<Shared>,
+    selector: String,
+    running: HashMap<String, Running>,
+}
+
+impl InitAgent {
+    /// `kcp` is a config for kcp (any `/clusters/<x>` suffix is ignored);
+    /// `renderers` loads the template renderers.
+    pub fn new(kcp: Config, cfg: InitConfig, renderers: Renderers) -> Result<Self, InitError> {
+        let config_client = workspace_client(&kcp, &cfg.config_workspace)?;
+        let shared = Shared {
+            base_url: base_of(&kcp.cluster_url.to_string()).to_string(),
+            base: kcp,
+            config_workspace: cfg.config_workspace.clone(),
+            config_client,
+            renderers,
+        };
+        Ok(InitAgent {
+            shared: Arc::new(shared),
+            selector: cfg.selector,
+            running: HashMap::new(),
+        })
+    }
+
+    /// Fail fast on credentials kcp refuses; anything else (CRDs not
+    /// installed yet, kcp still starting) is retried by [`InitAgent::run`].
+    pub async fn check_access(&self) -> Result<(), InitError> {
+        let api: Api<DynamicObject> =
+            Api::all_with(self.shared.config_client.clone(), &inittarget_resource());
+        match api.list(&ListParams::default().limit(1)).await {
+            Err(kube::Error::Api(s)) if s.code == 401 || s.code == 403 => {
+                Err(InitError::Setup(format!(
+                    "--config-workspace {}: listing InitTargets: access denied ({}); grant the agent's user access to the workspace and get/list/watch on initialization.kcp.io inittargets and inittemplates",
+                    self.shared.config_workspace, s.message
+                )))
+            }
+            Err(e) => {
+                warn!(error = %e, "--config-workspace {}: cannot list InitTargets yet; retrying in the background", self.shared.config_workspace);
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+        }
+    }
+
+    /// Run until `cancel` fires.
+    pub async fn run(mut self, cancel: CancellationToken) {
+        let targets_changed = Arc::new(Notify::new());
+        let templates_changed = Arc::new(Notify::new());
+        let mut watches = tokio::task::JoinSet::new();
+        let targets: Api<DynamicObject> =
+            Api::all_with(self.shared.config_client.clone(), &inittarget_resource());
+        watches.spawn(notify_on_events(
+            "InitTargets",
+            watcher(targets, watcher::Config::default().labels(&self.selector)),
+            targets_changed.clone(),
+        ));
+        let templates: Api<DynamicObject> =
+            Api::all_with(self.shared.config_client.clone(), &inittemplate_resource());
+        watches.spawn(notify_on_events(
+            "InitTemplates",
+            watcher(templates, watcher::Config::default()),
+            templates_changed.clone(),
+        ));
+        info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
+
+        loop {
+            let retry_soon = match self.pass(&cancel).await {
+                Ok(()) => false,
+                Err(e) => {
+                    warn!(error = %e, "reading InitTargets failed; retrying");
+                    true
+                }
+            };
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = targets_changed.notified() => {}
+                _ = templates_changed.notified() => {
+                    // A fixed template should not wait for the backoff of
+                    // every workspace that failed with the broken one.
+                    for r in self.running.values() {
+                        r.kick.notify_one();
+                    }
+                }
+                _ = tokio::time::sleep(if retry_soon { Duration::from_secs(2) } else { RESYNC }) => {}
+            }
+        }
+        for (_, r) in self.running.drain() {
+            r.cancel.cancel();
+        }
+        watches.abort_all();
+    }
+
+    /// Start, restart, kick or stop target workers to match the InitTargets.
+    async fn pass(&mut self, cancel: &CancellationToken) -> Result<(), InitError> {
+        let api: Api<DynamicObject> =
+            Api::all_with(self.shared.config_client.clone(), &inittarget_resource());
+        let list = api
+            .list(&ListParams::default().labels(&self.selector))
+            .await
+            .map_err(|e| {
+                let hint = match &e {
+                    kube::Error::Api(s) if s.code == 404 => {
+                        "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
+                    }
+                    kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
+                        "; grant the agent's user get/list/watch on inittargets and inittemplates there"
+                    }
+                    _ => "",
+                };
+                InitError::Setup(format!(
+                    "listing InitTargets in workspace {}: {e}{hint}",
+                    self.shared.config_workspace
+                ))
+            })?;
+        let mut seen = HashSet::new();
+        for obj in list.items {
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            let Some(uid) = obj.metadata.uid.clone() else {
+                continue;
+            };
+            let own_cluster = obj
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CLUSTER_ANNOTATION))
+                .cloned()
+                .unwrap_or_else(|| self.shared.config_workspace.clone());
+            let resource_version = obj.metadata.resource_version.clone();
+            let target: InitTarget = match serde_json::to_value(&obj)
+                .and_then(serde_json::from_value)
+            {
+                Ok(t) => t,
+                Err(e) => {
+                    warn!(init_target = %name, error = %e, "InitTarget does not match the schema; fix it (see docs/init-target.md)");
+                    continue;
+                }
+            };
+            seen.insert(uid.clone());
+            let fingerprint =
+                serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
+            if let Some(r) = self.running.get_mut(&uid) {
+                if r.fingerprint == fingerprint {
+                    if r.resource_version != resource_version {
+                        r.resource_version = resource_version;
+                        r.kick.notify_one();
+                    }
+                    continue;
+                }
+                info!(init_target = %name, "spec.workspaceTypeRef changed; restarting its worker");
+                r.cancel.cancel();
+                self.running.remove(&uid);
+            }
+            let worker_cancel = cancel.child_token();
+            let kick = Arc::new(Notify::new());
+            tokio::spawn(target::run(
+                self.shared.clone(),
+                target::TargetId {
+                    name: name.clone(),
+                    uid: uid.clone(),
+                    own_cluster,
+                    workspace_type: target.spec.workspace_type_ref.clone(),
+                },
+                worker_cancel.clone(),
+                kick.clone(),
+            ));
+            self.running.insert(
+                uid,
+                Running {
+                    fingerprint,
+                    resource_version,
+                    cancel: worker_cancel,
+                    kick,
+                },
+            );
+        }
+        self.running.retain(|uid, r| {
+            let keep = seen.contains(uid);
+            if !keep {
+                r.cancel.cancel();
+            }
+            keep
+        });
+        Ok(())
+    }
+}
+
+/// Drive a watch and wake `notify` on every change; kube's watcher re-lists
+/// after errors, the backoff keeps a missing CRD from spinning.
+async fn notify_on_events<S>(what: &'static str, stream: S, notify: Arc<Notify>)
+where
+    S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
+{
+    let mut stream = std::pin::pin!(stream.default_backoff());
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::Apply(_))
+            | Ok(watcher::Event::Delete(_))
+            | Ok(watcher::Event::InitDone) => notify.notify_one(),
+            Ok(_) => {}
+            Err(e) => warn!(watch = what, error = %e, "watch failed; retrying"),
+        }
+    }
+}
+
+/// Lease name for leader election: one per config workspace, so agents
+/// serving different config workspaces never block each other.
+pub fn lease_name(config_workspace: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = hex::encode(Sha256::digest(config_workspace.as_bytes()));
+    format!("init-agent-{}", &h[..10])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_name_is_stable_and_valid() {
+        let a = lease_name("root:my-init-agent");
+        assert_eq!(a, lease_name("root:my-init-agent"));
+        assert_ne!(a, lease_name("root:other"));
+        assert!(a.starts_with("init-agent-") && a.len() == 21, "{a}");
+        assert!(crate::validation::dns1035_label(&a).is_ok());
+    }
+
+    #[test]
+    fn resources_have_upstream_names() {
+        assert_eq!(
+            inittarget_resource().api_version,
+            "initialization.kcp.io/v1alpha1"
+        );
+        assert_eq!(inittemplate_resource().plural, "inittemplates");
+        assert_eq!(workspacetype_resource().group, "tenancy.kcp.io");
+    }
+}

@@ -1,0 +1,348 @@
+//! Choosing and loading the renderer of an InitTarget: the built-in
+//! `renderer` plugin with the target's engine settings, or the custom
+//! plugin `spec.renderer.wasm` names.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use syncweave_runtime::{CallContext, Direction, Plugin, PluginFailure, Runtime, World};
+
+use crate::apis::{InitTarget, RendererSpec, TemplateEngine};
+use crate::sources::{FetchContext, FetchError, PluginRef, RefError};
+
+/// Name of the built-in renderer plugin (target/plugins/renderer.wasm).
+pub const BUILTIN_RENDERER: &str = "renderer";
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RendererError {
+    #[error(
+        "spec.renderer: set either engine/htmlEscape (built-in renderer) or wasm (a custom renderer plugin), not both"
+    )]
+    Conflicting,
+    #[error("{0}")]
+    Reference(String),
+    #[error("spec.renderer.wasm: {0}")]
+    Fetch(String),
+    #[error("{field}: {source}")]
+    Plugin {
+        field: &'static str,
+        #[source]
+        source: PluginFailure,
+    },
+}
+
+impl From<RefError> for RendererError {
+    fn from(e: RefError) -> Self {
+        RendererError::Reference(e.to_string())
+    }
+}
+
+impl From<FetchError> for RendererError {
+    fn from(e: FetchError) -> Self {
+        RendererError::Fetch(e.to_string())
+    }
+}
+
+impl RendererError {
+    /// Whether waiting may help (a plugin not downloadable right now), as
+    /// opposed to a spec the user must fix. Both are retried; this only
+    /// picks the log level.
+    pub fn is_config_error(&self) -> bool {
+        !matches!(self, RendererError::Fetch(_))
+    }
+}
+
+/// A renderer ready to call.
+#[derive(Clone)]
+pub struct Renderer {
+    pub plugin: Arc<Plugin>,
+    /// The plugin config, JSON.
+    pub config: String,
+}
+
+impl Renderer {
+    /// Render `template` for one workspace; one JSON object per document.
+    pub fn render(
+        &self,
+        target: &str,
+        cluster_name: &str,
+        cluster_path: Option<&str>,
+        template: &str,
+    ) -> Result<Vec<Value>, PluginFailure> {
+        let ctx = CallContext {
+            cluster_name: cluster_name.into(),
+            cluster_path: cluster_path.map(str::to_string),
+            direction: Direction::KcpToService,
+            owner: target.into(),
+        };
+        let docs = self.plugin.render(
+            &ctx,
+            &self.config,
+            template,
+            &values(cluster_name, cluster_path),
+        )?;
+        docs.iter()
+            .map(|d| {
+                serde_json::from_str(d).map_err(|e| {
+                    PluginFailure::new(
+                        self.plugin.name(),
+                        self.plugin.digest(),
+                        syncweave_runtime::FailureKind::BadOutput,
+                        format!("rendered document is not JSON: {e}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// The values a template sees, as upstream: `ClusterName` and `ClusterPath`.
+/// A workspace without a known path gets no `ClusterPath`, so a Go template
+/// using it fails with an execution error instead of rendering garbage.
+pub fn values(cluster_name: &str, cluster_path: Option<&str>) -> String {
+    let mut m = Map::new();
+    m.insert("ClusterName".into(), json!(cluster_name));
+    if let Some(p) = cluster_path {
+        m.insert("ClusterPath".into(), json!(p));
+    }
+    Value::Object(m).to_string()
+}
+
+/// Config of the built-in renderer for a `spec.renderer` without `wasm`.
+/// Unset fields are left out so the plugin applies upstream's defaults
+/// (gotemplate, html escaping for gotemplate only).
+pub fn builtin_config(spec: Option<&RendererSpec>) -> String {
+    let mut m = Map::new();
+    let engine = spec.and_then(|s| s.engine).unwrap_or_default();
+    m.insert(
+        "engine".into(),
+        json!(match engine {
+            TemplateEngine::Gotemplate => "gotemplate",
+            TemplateEngine::Handlebars => "handlebars",
+        }),
+    );
+    if let Some(h) = spec.and_then(|s| s.html_escape) {
+        m.insert("htmlEscape".into(), json!(h));
+    }
+    Value::Object(m).to_string()
+}
+
+/// Loads renderers, remembering those whose bytes cannot change.
+pub struct Renderers {
+    runtime: Runtime,
+    fetch: FetchContext,
+    /// Keyed by the `spec.renderer` JSON.
+    cache: Mutex<HashMap<String, Renderer>>,
+}
+
+impl Renderers {
+    pub fn new(runtime: Runtime, fetch: FetchContext) -> Self {
+        Renderers {
+            runtime,
+            fetch,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The renderer `target` asks for, its config validated.
+    pub async fn for_target(&self, target: &InitTarget) -> Result<Renderer, RendererError> {
+        let spec = target.spec.renderer.as_ref();
+        let key = serde_json::to_string(&spec).expect("serializes");
+        if let Some(r) = self.cache.lock().expect("renderer cache").get(&key) {
+            return Ok(r.clone());
+        }
+        let (renderer, cacheable) = match spec.and_then(|s| s.wasm.as_ref()) {
+            None => {
+                let runtime = self.runtime.clone();
+                let plugin = blocking(move || runtime.load_builtin(BUILTIN_RENDERER))
+                    .await
+                    .map_err(|source| RendererError::Plugin {
+                        field: "spec.renderer",
+                        source,
+                    })?;
+                let config = builtin_config(spec);
+                (Renderer { plugin, config }, true)
+            }
+            Some(w) => {
+                let s = spec.expect("wasm is inside spec");
+                if s.engine.is_some() || s.html_escape.is_some() {
+                    return Err(RendererError::Conflicting);
+                }
+                let r = PluginRef::parse(&w.source, w.sha256.as_deref(), "spec.renderer.wasm")?;
+                let fetched = self.fetch.fetch(&r).await?;
+                let runtime = self.runtime.clone();
+                let name = r.display_name();
+                let plugin = blocking(move || runtime.load(&name, &fetched.bytes, None))
+                    .await
+                    .map_err(|source| RendererError::Plugin {
+                        field: "spec.renderer.wasm",
+                        source,
+                    })?;
+                (
+                    Renderer {
+                        plugin,
+                        config: w.config.clone().unwrap_or(Value::Null).to_string(),
+                    },
+                    r.is_immutable(),
+                )
+            }
+        };
+        let field = if spec.is_some_and(|s| s.wasm.is_some()) {
+            "spec.renderer.wasm"
+        } else {
+            "spec.renderer"
+        };
+        renderer
+            .plugin
+            .expect_world(World::Renderer)
+            .map_err(|source| RendererError::Plugin { field, source })?;
+        renderer
+            .plugin
+            .validate_config(&renderer.config)
+            .map_err(|source| RendererError::Plugin { field, source })?;
+        if cacheable {
+            self.cache
+                .lock()
+                .expect("renderer cache")
+                .insert(key, renderer.clone());
+        }
+        Ok(renderer)
+    }
+}
+
+/// Compiling a component can take seconds: keep it off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, PluginFailure> + Send + 'static,
+) -> Result<T, PluginFailure> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(PluginFailure::new(
+            BUILTIN_RENDERER,
+            "",
+            syncweave_runtime::FailureKind::Load,
+            format!("loading task failed: {e}"),
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::RendererPlugin;
+
+    #[test]
+    fn builtin_config_defaults_to_upstream() {
+        assert_eq!(builtin_config(None), r#"{"engine":"gotemplate"}"#);
+        let spec = RendererSpec {
+            engine: Some(TemplateEngine::Handlebars),
+            html_escape: Some(true),
+            wasm: None,
+        };
+        assert_eq!(
+            builtin_config(Some(&spec)),
+            r#"{"engine":"handlebars","htmlEscape":true}"#
+        );
+    }
+
+    #[test]
+    fn values_omit_unknown_path() {
+        assert_eq!(
+            values("abc", Some("root:x")),
+            r#"{"ClusterName":"abc","ClusterPath":"root:x"}"#
+        );
+        assert_eq!(values("abc", None), r#"{"ClusterName":"abc"}"#);
+    }
+
+    fn renderers() -> Renderers {
+        let runtime = Runtime::new(Default::default()).unwrap();
+        let fetch =
+            FetchContext::new(crate::sources::FetchOptions::for_runtime(&runtime, None)).unwrap();
+        Renderers::new(runtime, fetch)
+    }
+
+    fn target(renderer: Option<RendererSpec>) -> InitTarget {
+        let mut t = InitTarget::new("t", Default::default());
+        t.spec.renderer = renderer;
+        t
+    }
+
+    #[tokio::test]
+    async fn engine_and_wasm_together_are_refused() {
+        let spec = RendererSpec {
+            engine: Some(TemplateEngine::Handlebars),
+            html_escape: None,
+            wasm: Some(RendererPlugin {
+                source: "renderer".into(),
+                ..Default::default()
+            }),
+        };
+        let e = renderers()
+            .for_target(&target(Some(spec)))
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, RendererError::Conflicting), "{e}");
+        assert!(e.to_string().contains("not both"));
+    }
+
+    #[tokio::test]
+    async fn bad_wasm_reference_names_the_field() {
+        let spec = RendererSpec {
+            wasm: Some(RendererPlugin {
+                source: "http://example.com/x.wasm".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let e = renderers()
+            .for_target(&target(Some(spec)))
+            .await
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("spec.renderer.wasm.source"), "{e}");
+        assert!(e.is_config_error());
+    }
+
+    /// Renders with the real built-in plugin (target/plugins/renderer.wasm).
+    #[tokio::test]
+    async fn builtin_renders_upstream_template() {
+        let r = renderers();
+        assert!(
+            r.runtime
+                .builtin_dirs()
+                .iter()
+                .any(|d| d.join("renderer.wasm").exists()),
+            "renderer.wasm is not built: run `target/debug/syncweave plugin build plugins/renderer --out target/plugins` (tests/run.sh does)"
+        );
+        let renderer = r.for_target(&target(None)).await.unwrap();
+        let objs = renderer
+            .render(
+                "t",
+                "abc",
+                Some("root:org:ws"),
+                "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: x\ndata:\n  c: \"{{ .ClusterName }}\"\n  p: \"{{ .ClusterPath }}\"\n",
+            )
+            .unwrap();
+        assert_eq!(objs[0]["data"], json!({"c": "abc", "p": "root:org:ws"}));
+        // Cached: the second lookup hands out the same plugin.
+        let again = r.for_target(&target(None)).await.unwrap();
+        assert!(Arc::ptr_eq(&renderer.plugin, &again.plugin));
+
+        let hb = r
+            .for_target(&target(Some(RendererSpec {
+                engine: Some(TemplateEngine::Handlebars),
+                ..Default::default()
+            })))
+            .await
+            .unwrap();
+        let objs = hb
+            .render(
+                "t",
+                "abc",
+                None,
+                "kind: Namespace\napiVersion: v1\nmetadata:\n  name: ns-{{ClusterName}}\n",
+            )
+            .unwrap();
+        assert_eq!(objs[0]["metadata"]["name"], "ns-abc");
+    }
+}
