@@ -3,6 +3,7 @@
 //! isolated set of workspaces inside one organisation workspace.
 
 mod cli;
+mod init;
 mod mutation;
 mod plugins;
 mod sync;
