@@ -25,7 +25,7 @@ pub enum PluginSetupError {
         pr: String,
         field: String,
         #[source]
-        source: syncweave_runtime::PluginFailure,
+        source: Box<syncweave_runtime::PluginFailure>,
     },
 }
 
@@ -58,7 +58,7 @@ impl PluginHost {
             .map_err(|source| PluginSetupError::Plugin {
                 pr: pr_name(pr),
                 field: field.into(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -101,7 +101,7 @@ impl PluginHost {
                 } else {
                     self.runtime.load_builtin(src)
                 }
-                .map_err(|source| PluginSetupError::Plugin { pr: pr_name(pr), field: field.into(), source })?
+                .map_err(|source| PluginSetupError::Plugin { pr: pr_name(pr), field: field.into(), source: Box::new(source) })?
             }
         };
         plugin
@@ -109,7 +109,7 @@ impl PluginHost {
             .map_err(|source| PluginSetupError::Plugin {
                 pr: pr_name(pr),
                 field: field.into(),
-                source,
+                source: Box::new(source),
             })?;
         let config = u.config.clone().unwrap_or(Value::Null).to_string();
         plugin
@@ -117,7 +117,7 @@ impl PluginHost {
             .map_err(|source| PluginSetupError::Plugin {
                 pr: pr_name(pr),
                 field: format!("{field}.config"),
-                source,
+                source: Box::new(source),
             })?;
         Ok((plugin, config))
     }
@@ -142,7 +142,7 @@ impl PluginHost {
                 .map_err(|source| PluginSetupError::Plugin {
                     pr: pr_name(pr),
                     field: field.into(),
-                    source,
+                    source: Box::new(source),
                 })?;
             serde_json::from_str(&out).map_err(|e| PluginSetupError::Field {
                 pr: pr_name(pr),
@@ -186,7 +186,7 @@ impl PluginHost {
                     .map_err(|source| PluginSetupError::Plugin {
                         pr: pr_name(pr),
                         field: "spec.naming".into(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 (plugin, config)
             }
@@ -249,7 +249,7 @@ impl PluginHost {
                     .map_err(|source| PluginSetupError::Plugin {
                         pr: pr_name(pr),
                         field: field.into(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 steps.push(Step {
                     plugin,

@@ -36,7 +36,7 @@ impl Agent {
     pub fn is_running(&self) -> bool {
         // A zombie still answers kill(0); check /proc state instead.
         std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
-            .map(|s| !s.split_whitespace().nth(2).is_some_and(|st| st == "Z"))
+            .map(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
             .unwrap_or(false)
     }
 }
