@@ -538,8 +538,11 @@ impl Ctl {
                 let already = old_ready.is_some_and(|c| {
                     c.status == "False" && c.reason == f.reason && c.message == f.message
                 });
-                warn!(wasmplugin = name, reason = %f.reason, message = %f.message, "WasmPlugin is not ready");
-                if !already {
+                if already {
+                    // Reported when it started; resyncs only confirm it.
+                    debug!(wasmplugin = name, reason = %f.reason, "WasmPlugin is still not ready");
+                } else {
+                    warn!(wasmplugin = name, reason = %f.reason, message = %f.message, "WasmPlugin is not ready");
                     self.events
                         .record(&wp, EventType::Warning, &f.reason, &f.message)
                         .await;
