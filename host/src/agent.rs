@@ -35,7 +35,15 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
 
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
-    let plugins = PluginHost::new(runtime);
+    // WasmPlugins are reconciled by the leader only (it writes their status).
+    let registry = crate::wasmplugin::WasmPluginRegistry::new();
+    let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
+        &runtime,
+        Some(service.clone()),
+    ))
+    .context("setting up plugin fetching")?;
+    let resolver = crate::wasmplugin::PluginResolver::new(runtime.clone(), registry.clone(), fetch);
+    let plugins = PluginHost::new(runtime.clone(), resolver);
     info!(builtins = ?plugins.runtime().builtin_names(), "plugin runtime ready");
 
     let cancel = CancellationToken::new();
@@ -49,6 +57,16 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     )
     .await?;
 
+    let wasmplugins = tokio::spawn({
+        let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
+        async move {
+            if let Err(e) = crate::wasmplugin::run(service, runtime, registry, cancel.clone()).await
+            {
+                tracing::error!(error = %e, "WasmPlugin controller failed; shutting down");
+                cancel.cancel();
+            }
+        }
+    });
     let publisher = Publisher::new(
         PublishConfig {
             agent_name: opts.agent_name.clone(),
@@ -65,6 +83,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     info!("shutting down");
     cancel.cancel();
     let _ = run.await;
+    let _ = wasmplugins.await;
     drop(lease);
     drop(servers);
     Ok(())

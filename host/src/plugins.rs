@@ -8,9 +8,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World};
 
+use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, WasmUse};
 use crate::sync::naming::LocalName;
 use crate::sync::syncer::{Mutator, Namer};
+use crate::wasmplugin::PluginResolver;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginSetupError {
@@ -32,6 +34,7 @@ pub enum PluginSetupError {
 #[derive(Clone)]
 pub struct PluginHost {
     runtime: Runtime,
+    resolver: Arc<PluginResolver>,
 }
 
 fn pr_name(pr: &PublishedResource) -> String {
@@ -39,8 +42,11 @@ fn pr_name(pr: &PublishedResource) -> String {
 }
 
 impl PluginHost {
-    pub fn new(runtime: Runtime) -> Self {
-        PluginHost { runtime }
+    pub fn new(runtime: Runtime, resolver: PluginResolver) -> Self {
+        PluginHost {
+            runtime,
+            resolver: Arc::new(resolver),
+        }
     }
 
     pub fn runtime(&self) -> &Runtime {
@@ -62,70 +68,35 @@ impl PluginHost {
             })
     }
 
-    /// Load the plugin a `wasm` rule names, check its world and its config.
-    fn resolve(
+    /// Resolve the plugin a `wasm` use names (a WasmPlugin, or an inline
+    /// source of any kind), check its world and validate its config.
+    async fn resolve(
         &self,
         pr: &PublishedResource,
         field: &str,
         u: &WasmUse,
         world: World,
-    ) -> Result<(Arc<Plugin>, String), PluginSetupError> {
-        let err = |message: String| PluginSetupError::Field {
-            pr: pr_name(pr),
-            field: field.into(),
-            message,
-        };
-        let plugin = match (&u.plugin, &u.source) {
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    "set either plugin (a WasmPlugin name) or source, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err(err(
-                    "set plugin (a WasmPlugin name) or source (a plugin reference)".into(),
-                ));
-            }
-            (Some(name), None) => {
-                return Err(err(format!(
-                    "WasmPlugin {name:?} cannot be used by this agent yet; reference the plugin with source instead"
-                )));
-            }
-            (None, Some(src)) => {
-                let path = src.strip_prefix("file://");
-                if let Some(path) = path.or_else(|| src.starts_with('/').then_some(src.as_str())) {
-                    let bytes = std::fs::read(path).map_err(|e| err(format!("source {src}: cannot read: {e}")))?;
-                    self.runtime.load(src, &bytes, None)
-                } else if src.contains("://") {
-                    return Err(err(format!("source {src}: only built-in names and file:// references are supported by this build")));
-                } else {
-                    self.runtime.load_builtin(src)
-                }
-                .map_err(|source| PluginSetupError::Plugin { pr: pr_name(pr), field: field.into(), source: Box::new(source) })?
-            }
-        };
-        plugin
-            .expect_world(world)
-            .map_err(|source| PluginSetupError::Plugin {
+    ) -> Result<(Arc<Plugin>, String, FailurePolicy), PluginSetupError> {
+        let r = self
+            .resolver
+            .resolve_use(u, world, field)
+            .await
+            .map_err(|e| PluginSetupError::Field {
                 pr: pr_name(pr),
-                field: field.into(),
-                source: Box::new(source),
+                field: e.field,
+                message: e.message,
             })?;
-        let config = u.config.clone().unwrap_or(Value::Null).to_string();
-        plugin
-            .validate_config(&config)
-            .map_err(|source| PluginSetupError::Plugin {
-                pr: pr_name(pr),
-                field: format!("{field}.config"),
-                source: Box::new(source),
-            })?;
-        Ok((plugin, config))
+        Ok((r.plugin, r.config, r.failure_policy))
     }
 
     /// Select versions and apply `spec.projection` to a service-cluster CRD:
     /// the built-in projector runs upstream's rules, then an optional
     /// `spec.projection.wasm` plugin transforms the result further.
-    pub fn project(&self, pr: &PublishedResource, crd: &Value) -> Result<Value, PluginSetupError> {
+    pub async fn project(
+        &self,
+        pr: &PublishedResource,
+        crd: &Value,
+    ) -> Result<Value, PluginSetupError> {
         let builtin = self.builtin(pr, "spec.projection", "projection")?;
         let mut projection = serde_json::to_value(&pr.spec.projection).expect("serializes");
         if let Some(p) = projection.as_object_mut() {
@@ -152,7 +123,9 @@ impl PluginHost {
         };
         let mut projected = call(&builtin, "spec.projection", &config, &crd.to_string())?;
         if let Some(u) = pr.spec.projection.as_ref().and_then(|p| p.wasm.as_ref()) {
-            let (plugin, config) = self.resolve(pr, "spec.projection.wasm", u, World::Projector)?;
+            let (plugin, config, _) = self
+                .resolve(pr, "spec.projection.wasm", u, World::Projector)
+                .await?;
             projected = call(
                 &plugin,
                 "spec.projection.wasm",
@@ -165,14 +138,20 @@ impl PluginHost {
 
     /// The namer for a PublishedResource: `spec.naming.wasm` if set, else
     /// the built-in naming plugin with `spec.naming`'s templates.
-    pub fn namer(
+    pub async fn namer(
         &self,
         pr: &PublishedResource,
         local_namespaced: bool,
     ) -> Result<Arc<dyn Namer>, PluginSetupError> {
         let naming = pr.spec.naming.clone().unwrap_or_default();
         let (plugin, config) = match &naming.wasm {
-            Some(u) => self.resolve(pr, "spec.naming.wasm", u, World::Namer)?,
+            // Naming always fails closed: a wrong name is worse than no sync.
+            Some(u) => {
+                let (plugin, config, _) = self
+                    .resolve(pr, "spec.naming.wasm", u, World::Namer)
+                    .await?;
+                (plugin, config)
+            }
             None => {
                 let config = json!({
                     "namespace": naming.namespace.unwrap_or_default(),
@@ -200,23 +179,27 @@ impl PluginHost {
     }
 
     /// The mutation chain, or `None` when the PublishedResource has no rules.
-    pub fn mutator(
+    pub async fn mutator(
         &self,
         pr: &PublishedResource,
     ) -> Result<Option<Arc<dyn Mutator>>, PluginSetupError> {
         let Some(m) = &pr.spec.mutation else {
             return Ok(None);
         };
-        let spec = self.chain(
-            pr,
-            "spec.mutation.spec",
-            m.spec.as_deref().unwrap_or_default(),
-        )?;
-        let status = self.chain(
-            pr,
-            "spec.mutation.status",
-            m.status.as_deref().unwrap_or_default(),
-        )?;
+        let spec = self
+            .chain(
+                pr,
+                "spec.mutation.spec",
+                m.spec.as_deref().unwrap_or_default(),
+            )
+            .await?;
+        let status = self
+            .chain(
+                pr,
+                "spec.mutation.status",
+                m.status.as_deref().unwrap_or_default(),
+            )
+            .await?;
         if spec.is_empty() && status.is_empty() {
             return Ok(None);
         }
@@ -229,7 +212,7 @@ impl PluginHost {
 
     /// Consecutive declarative rules run in one call of the built-in plugin;
     /// each `wasm` rule is its own step. Order is preserved.
-    fn chain(
+    async fn chain(
         &self,
         pr: &PublishedResource,
         field: &str,
@@ -255,6 +238,7 @@ impl PluginHost {
                     plugin,
                     config,
                     field: field.to_string(),
+                    ignore_failures: false,
                 });
                 Ok(())
             };
@@ -268,12 +252,14 @@ impl PluginHost {
                         && rule.cel.is_none() =>
                 {
                     flush(&mut group, &mut steps)?;
-                    let (plugin, config) =
-                        self.resolve(pr, &format!("{rule_field}.wasm"), u, World::Mutator)?;
+                    let (plugin, config, policy) = self
+                        .resolve(pr, &format!("{rule_field}.wasm"), u, World::Mutator)
+                        .await?;
                     steps.push(Step {
                         plugin,
                         config,
                         field: format!("{rule_field}.wasm"),
+                        ignore_failures: policy == FailurePolicy::Ignore,
                     });
                 }
                 Some(_) => {
@@ -341,6 +327,9 @@ struct Step {
     plugin: Arc<Plugin>,
     config: String,
     field: String,
+    /// WasmPlugin `failurePolicy: Ignore`: a failing call leaves the object
+    /// as it was and the chain goes on.
+    ignore_failures: bool,
 }
 
 struct WasmMutator {
@@ -370,10 +359,16 @@ impl WasmMutator {
         let other = other.map(Value::to_string);
         let mut current = object.to_string();
         for step in steps {
-            current = step
+            match step
                 .plugin
                 .mutate(&ctx, &step.config, &current, other.as_deref())
-                .map_err(|e| format!("{}: {e}", step.field))?;
+            {
+                Ok(out) => current = out,
+                Err(e) if step.ignore_failures => {
+                    tracing::warn!(field = %step.field, error = %e, "plugin failed; skipped (failurePolicy: Ignore)");
+                }
+                Err(e) => return Err(format!("{}: {e}", step.field)),
+            }
         }
         *object = serde_json::from_str(&current)
             .map_err(|e| format!("mutation result is not JSON: {e}"))?;

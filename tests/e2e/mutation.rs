@@ -29,6 +29,17 @@ fn plugin_path(name: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn naming_and_mutation_plugins_shape_the_copy() {
     let env = Env::start("mutation", crate::binary()).await;
+    // The Rust example, registered once as a WasmPlugin and used by name.
+    apply_yaml(
+        &env.service_client,
+        &format!(
+            "apiVersion: syncweave.dev/v1alpha1\nkind: WasmPlugin\nmetadata: {{name: team-label}}\nspec: {{source: 'file://{}'}}\n",
+            plugin_path("rust-mutator")
+        ),
+    )
+    .await
+    .expect("WasmPlugin");
+    // The Python example, referenced inline: the same contract, another language.
     let pr = format!(
         r#"
 apiVersion: syncagent.kcp.io/v1alpha1
@@ -44,13 +55,16 @@ spec:
     spec:
       - regex: {{path: spec.image, pattern: "^(.*)$", replacement: "registry.local/$1"}}
       - wasm:
-          source: file://{}
+          plugin: team-label
           config: {{label: {{key: team, value: platform}}}}
+      - wasm:
+          source: file://{}
+          config: {{label: {{key: lang, value: python}}}}
       - delete: {{path: spec.replicas}}
     status:
       - regex: {{path: status.phase, pattern: "Running", replacement: "Up"}}
 "#,
-        plugin_path("rust-mutator")
+        plugin_path("python-mutator")
     );
     env.publish_yaml(&pr).await;
     let (consumer, client) = env.consumer("consumer").await;
@@ -89,14 +103,16 @@ spec:
         Some("registry.local/image-1"),
         "regex rule"
     );
+    let labels = copy.metadata.labels.clone().unwrap_or_default();
     assert_eq!(
-        copy.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("team"))
-            .map(String::as_str),
+        labels.get("team").map(String::as_str),
         Some("platform"),
-        "wasm rule"
+        "WasmPlugin rule (Rust)"
+    );
+    assert_eq!(
+        labels.get("lang").map(String::as_str),
+        Some("python"),
+        "inline rule (Python)"
     );
     assert_eq!(copy.data.pointer("/spec/replicas"), None, "delete rule");
     assert_eq!(

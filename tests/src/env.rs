@@ -10,6 +10,8 @@ use serde_json::json;
 pub const CRD: &str = include_str!("../../examples/crontab/crd.yaml");
 pub const PUBLISHED_RESOURCE: &str = include_str!("../../examples/crontab/publishedresource.yaml");
 pub const APIEXPORT: &str = include_str!("../../examples/crontab/apiexport.yaml");
+pub const WASMPLUGIN_CRD: &str =
+    include_str!("../../charts/syncweave/crds/syncweave.dev_wasmplugins.yaml");
 pub const PR_CRD: &str =
     include_str!("../../charts/syncweave/crds/syncagent.kcp.io_publishedresources.yaml");
 
@@ -50,6 +52,9 @@ impl Env {
             .await
             .expect("PublishedResource CRD");
         apply_crds(&service_client, CRD).await.expect("CronTab CRD");
+        apply_crds(&service_client, WASMPLUGIN_CRD)
+            .await
+            .expect("WasmPlugin CRD");
         let provider_client = kcp.client(&provider.path).await.unwrap();
         apply_yaml(&provider_client, APIEXPORT)
             .await

@@ -181,7 +181,7 @@ impl Publisher {
         let crd = schema::find_crd(&self.service, pr).await?;
         // Version selection and projection both run in the projector plugin;
         // the service side keeps the CRD's own storage version.
-        let projected = self.plugins.project(pr, &crd)?;
+        let projected = self.plugins.project(pr, &crd).await?;
         Ok(schema::to_schema(&crd, &projected, &self.cfg.agent_name))
     }
 
@@ -286,8 +286,8 @@ impl Publisher {
             vw_url,
             service: self.service.clone(),
             state: StateStore::new(self.service.clone(), &self.cfg.namespace),
-            namer: self.plugins.namer(pr, resolved.local.namespaced)?,
-            mutator: self.plugins.mutator(pr)?,
+            namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
+            mutator: self.plugins.mutator(pr).await?,
             resource_filter,
         };
         let cancel = CancellationToken::new();
