@@ -303,6 +303,57 @@ mod tests {
         assert!(e.is_config_error());
     }
 
+    /// `wasm` loads the plugin it names (here the built-in by name), checks
+    /// its world and passes its config through.
+    #[tokio::test]
+    async fn wasm_source_is_loaded_checked_and_configured() {
+        let r = renderers();
+        let spec = |source: &str, config: Value| RendererSpec {
+            wasm: Some(RendererPlugin {
+                source: source.into(),
+                config: Some(config),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let hb = r
+            .for_target(&target(Some(spec(
+                "renderer",
+                json!({"engine": "handlebars"}),
+            ))))
+            .await
+            .unwrap();
+        let objs = hb
+            .render(
+                "t",
+                "abc",
+                Some("root:x"),
+                "kind: Namespace\napiVersion: v1\nmetadata:\n  name: w-{{ClusterName}}\n",
+            )
+            .unwrap();
+        assert_eq!(objs[0]["metadata"]["name"], "w-abc");
+
+        let bad_config = r
+            .for_target(&target(Some(spec("renderer", json!({"engine": "jinja"})))))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            bad_config.to_string().contains("spec.renderer.wasm"),
+            "{bad_config}"
+        );
+
+        let wrong_world = r
+            .for_target(&target(Some(spec("naming", Value::Null))))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&wrong_world, RendererError::Plugin { source, .. } if source.kind == syncweave_runtime::FailureKind::WrongWorld),
+            "{wrong_world}"
+        );
+    }
+
     /// Renders with the real built-in plugin (target/plugins/renderer.wasm).
     #[tokio::test]
     async fn builtin_renders_upstream_template() {
