@@ -48,7 +48,6 @@ struct InitEnv {
 impl InitEnv {
     async fn start(test: &str) -> InitEnv {
         let kcp = kcp();
-        wait_for_root_workspace_types().await;
         let org = kcp
             .create_workspace("root", &unique(test))
             .await
@@ -246,40 +245,6 @@ impl InitEnv {
 
     fn agent_log(&self) -> String {
         std::fs::read_to_string(&self.agent.as_ref().unwrap().log_file).unwrap_or_default()
-    }
-}
-
-/// kcp answers /readyz and lists workspaces before it has bootstrapped
-/// root's WorkspaceTypes; a workspace created in that window can stay
-/// Unavailable ("workspacetypes root:organization not found"), so wait
-/// until the types a test workspace needs are Ready.
-async fn wait_for_root_workspace_types() {
-    let root = kcp().client("root").await.unwrap();
-    let wsts = dynamic_api(
-        &root,
-        &gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
-        "workspacetypes",
-        None,
-    );
-    for name in ["organization", "universal"] {
-        eventually(
-            &format!("WorkspaceType root:{name} Ready"),
-            WAIT,
-            || async {
-                let w = get_opt(&wsts, name).await?;
-                Ok(w.filter(|w| {
-                    w.data
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .is_some_and(|cs| {
-                            cs.iter()
-                                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                        })
-                })
-                .map(|_| ()))
-            },
-        )
-        .await;
     }
 }
 

@@ -146,6 +146,29 @@ fn start() -> Result<Kcp> {
                 None,
             );
             api.list(&Default::default()).await?;
+            // kcp answers /readyz before it has bootstrapped root's
+            // WorkspaceTypes; a workspace created in that window can stay
+            // Unavailable ("workspacetypes root:organization not found").
+            let wsts = dynamic_api(
+                &client,
+                &gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
+                "workspacetypes",
+                None,
+            );
+            for name in ["organization", "universal"] {
+                let w = wsts.get(name).await?;
+                let ready = w
+                    .data
+                    .pointer("/status/conditions")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    });
+                if !ready {
+                    return Err(anyhow!("WorkspaceType root:{name} not Ready yet"));
+                }
+            }
             Ok::<_, anyhow::Error>(())
         });
         if ready.is_ok() {
