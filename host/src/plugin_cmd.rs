@@ -75,8 +75,12 @@ pub struct TestArgs {
     pub reference: String,
     /// Input document (JSON or YAML; `-` for stdin): the object for mutators
     /// and namers, the CRD for projectors, the values for renderers.
-    #[arg(long, value_name = "FILE")]
-    pub input: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "examples")]
+    pub input: Option<PathBuf>,
+    /// Instead of one input, run the worked examples the plugin ships in
+    /// describe() and compare with their expected output.
+    #[arg(long, conflicts_with_all = ["input", "other", "template"])]
+    pub examples: bool,
     /// Plugin config (JSON or YAML). Default: null, as the agent passes
     /// when a rule has no config.
     #[arg(long, value_name = "FILE")]
@@ -278,7 +282,11 @@ fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
 
 fn test(args: &TestArgs) -> anyhow::Result<()> {
     let (_rt, plugin) = load(&args.reference, &args.limits)?;
-    let input = read_document(&args.input, "input")?;
+    if args.examples {
+        return test_examples(&plugin);
+    }
+    let input_path = args.input.as_deref().expect("clap requires --input");
+    let input = read_document(input_path, "input")?;
     let config = match &args.config {
         Some(p) => read_document(p, "config")?,
         None => "null".to_string(),
@@ -334,6 +342,41 @@ fn test(args: &TestArgs) -> anyhow::Result<()> {
         }
     };
     println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(())
+}
+
+fn test_examples(plugin: &Plugin) -> anyhow::Result<()> {
+    use syncweave_runtime::ExampleVerdict;
+    let outcomes = plugin.run_examples()?;
+    if outcomes.is_empty() {
+        println!("{}: no worked examples in describe()", plugin.name());
+        return Ok(());
+    }
+    let mut failed = 0;
+    for o in &outcomes {
+        match &o.verdict {
+            ExampleVerdict::Passed => println!("ok      {}", o.name),
+            ExampleVerdict::Skipped => {
+                println!("skipped {} (not runnable for a {})", o.name, plugin.world())
+            }
+            ExampleVerdict::Failed(why) => {
+                failed += 1;
+                println!("FAILED  {}: {why}", o.name);
+            }
+        }
+    }
+    let passed = outcomes
+        .iter()
+        .filter(|o| o.verdict == ExampleVerdict::Passed)
+        .count();
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} worked examples of {} failed",
+            outcomes.len(),
+            plugin.name()
+        );
+    }
     Ok(())
 }
 

@@ -20,7 +20,12 @@ pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
 pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
-pub use plugin::{CallContext, Direction, Fixture, ObjectName, Plugin, PluginInfo, WarmInstance};
-pub use runtime::{Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir};
+pub use plugin::{
+    CallContext, Direction, ExampleOutcome, ExampleVerdict, Fixture, ObjectName, Plugin,
+    PluginInfo, WarmInstance,
+};
+pub use runtime::{
+    EngineKind, Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir,
+};
 pub use source::{PluginRef, SourceError};
 pub use world::World;

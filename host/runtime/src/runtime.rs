@@ -126,13 +126,87 @@ struct Counters {
     cache_rejected: AtomicU64,
 }
 
-pub(crate) struct Inner {
+/// Which of the two engines a component runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// Explicit bounds checks, no guard pages: instantiation and reset never
+    /// change page protections, which makes a fresh instance cost a few
+    /// microseconds. For components that import no WASI (Rust guests).
+    BoundsChecked,
+    /// Guard pages instead of bounds checks: compiled code is about a third
+    /// smaller, so large interpreters (Python, JS; they import WASI) load
+    /// from the cache faster, and their milliseconds-long instantiation
+    /// does not notice the page-protection syscalls.
+    Guarded,
+}
+
+impl EngineKind {
+    /// Interpreted guests import WASI; compiled Rust guests import nothing
+    /// but host-log.
+    fn for_component(wasm: &[u8]) -> EngineKind {
+        if imports_wasi(wasm) {
+            EngineKind::Guarded
+        } else {
+            EngineKind::BoundsChecked
+        }
+    }
+}
+
+/// A cheap scan of the component's import names, before compiling.
+fn imports_wasi(wasm: &[u8]) -> bool {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let Ok(payload) = payload else { return false };
+        if let wasmparser::Payload::ComponentImportSection(reader) = payload {
+            for import in reader.into_iter().flatten() {
+                if import.name.name.starts_with("wasi:") {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+pub(crate) struct EngineSet {
     pub engine: Engine,
     linker: Linker<HostState>,
-    cfg: RuntimeConfig,
     /// Engine compatibility hash in hex: cache entries live under it, so an
     /// upgraded host never even looks at another engine's artefacts.
     compat: String,
+}
+
+impl EngineSet {
+    fn new(cfg: &RuntimeConfig, kind: EngineKind) -> Result<EngineSet, RuntimeError> {
+        let engine = Engine::new(&engine_config(cfg, kind))
+            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        bindings::host_log::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(format!("linking host-log: {e:#}")))?;
+        bindings::types::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(format!("linking types: {e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| RuntimeError::Engine(format!("linking WASI: {e:#}")))?;
+        let mut h = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut h);
+        let compat = hex::encode(&h.0.finalize()[..8]);
+        Ok(EngineSet {
+            engine,
+            linker,
+            compat,
+        })
+    }
+}
+
+pub(crate) struct Inner {
+    bounds_checked: EngineSet,
+    guarded: EngineSet,
+    cfg: RuntimeConfig,
     /// digest → compiled component; the slot's own lock makes concurrent
     /// loads of one digest compile once.
     slots: Mutex<HashMap<String, Slot>>,
@@ -177,41 +251,30 @@ impl Runtime {
                 max: cfg.max_memory_bytes,
             });
         }
-        let engine = Engine::new(&engine_config(&cfg))
-            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        let mut linker = Linker::<HostState>::new(&engine);
-        bindings::host_log::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| RuntimeError::Engine(format!("linking host-log: {e:#}")))?;
-        bindings::types::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
-            &mut linker,
-            |s| s,
-        )
-        .map_err(|e| RuntimeError::Engine(format!("linking types: {e:#}")))?;
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
-            .map_err(|e| RuntimeError::Engine(format!("linking WASI: {e:#}")))?;
-
-        let mut h = ShaHasher(Sha256::new());
-        engine.precompile_compatibility_hash().hash(&mut h);
-        let compat = hex::encode(&h.0.finalize()[..8]);
-
-        start_epoch_ticker(&engine, cfg.epoch_tick);
+        let bounds_checked = EngineSet::new(&cfg, EngineKind::BoundsChecked)?;
+        let guarded = EngineSet::new(&cfg, EngineKind::Guarded)?;
+        start_epoch_ticker(&[&bounds_checked.engine, &guarded.engine], cfg.epoch_tick);
         Ok(Runtime {
             inner: Arc::new(Inner {
-                engine,
-                linker,
+                bounds_checked,
+                guarded,
                 cfg,
-                compat,
                 slots: Mutex::default(),
                 counters: Counters::default(),
             }),
         })
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
+    fn engine_set(&self, kind: EngineKind) -> &EngineSet {
+        match kind {
+            EngineKind::BoundsChecked => &self.inner.bounds_checked,
+            EngineKind::Guarded => &self.inner.guarded,
+        }
+    }
+
+    /// The engine components of `kind` are compiled for.
+    pub fn engine(&self, kind: EngineKind) -> &Engine {
+        &self.engine_set(kind).engine
     }
 
     pub fn config(&self) -> &RuntimeConfig {
@@ -228,14 +291,19 @@ impl Runtime {
         }
     }
 
-    /// Where a compiled component for `digest` is cached, if caching is on.
-    pub fn cache_path(&self, digest: &str) -> Option<PathBuf> {
+    /// Where the compiled form of `plugin` is cached, if caching is on.
+    pub fn cache_path(&self, plugin: &Plugin) -> Option<PathBuf> {
+        self.cache_path_for(plugin.engine_kind(), plugin.digest())
+    }
+
+    fn cache_path_for(&self, kind: EngineKind, digest: &str) -> Option<PathBuf> {
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        let compat = &self.engine_set(kind).compat;
         self.inner
             .cfg
             .cache_dir
             .as_ref()
-            .map(|d| d.join(&self.inner.compat).join(format!("{hex}.cwasm")))
+            .map(|d| d.join(compat).join(format!("{hex}.cwasm")))
     }
 
     /// Compile (or fetch from cache) a component and bind it to `name`.
@@ -406,13 +474,15 @@ impl Runtime {
             };
             return Err(fail(FailureKind::Load, format!("this file is {what}")));
         }
-        let component = self.compile_cached(name, digest, wasm)?;
-        let shape = world::shape(&self.inner.engine, &component);
+        let kind = EngineKind::for_component(wasm);
+        let set = self.engine_set(kind);
+        let component = self.compile_cached(kind, name, digest, wasm)?;
+        let shape = world::shape(&set.engine, &component);
         let world = shape
             .world
             .clone()
             .map_err(|m| fail(FailureKind::WrongWorld, m))?;
-        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+        let instance_pre = set.linker.instantiate_pre(&component).map_err(|e| {
             let unsupported: Vec<&str> = shape
                 .imports
                 .iter()
@@ -456,6 +526,7 @@ impl Runtime {
             digest: digest.to_string(),
             world,
             imports_wasi: shape.imports_wasi(),
+            engine_kind: kind,
             shape,
             pre,
             size: wasm.len(),
@@ -464,13 +535,14 @@ impl Runtime {
 
     fn compile_cached(
         &self,
+        kind: EngineKind,
         name: &str,
         digest: &str,
         wasm: &[u8],
     ) -> Result<Component, PluginFailure> {
-        let engine = &self.inner.engine;
+        let engine = &self.engine_set(kind).engine;
         let counters = &self.inner.counters;
-        let cache_path = self.cache_path(digest);
+        let cache_path = self.cache_path_for(kind, digest);
         if let Some(path) = &cache_path {
             match read_verified(path) {
                 Ok(Some(bytes)) => {
@@ -531,7 +603,7 @@ impl Runtime {
     }
 }
 
-fn engine_config(cfg: &RuntimeConfig) -> Config {
+fn engine_config(cfg: &RuntimeConfig, kind: EngineKind) -> Config {
     let mut c = Config::new();
     c.wasm_component_model(true);
     c.epoch_interruption(true);
@@ -554,30 +626,38 @@ fn engine_config(cfg: &RuntimeConfig) -> Config {
         .linear_memory_keep_resident(cfg.keep_resident_bytes)
         .table_keep_resident(cfg.keep_resident_bytes.min(1 << 20));
     c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    // Explicit bounds checks instead of guard pages: the memory's accessible
-    // range then never changes, so neither instantiation nor memory.grow nor
-    // the reset after a call needs mprotect (and its TLB shootdowns). For
-    // calls of a few microseconds that is a third of the cost; the checks
-    // cost far less than the syscalls (measured with benches/plugins.rs).
-    c.signals_based_traps(false);
-    c.memory_guard_size(0);
-    c.memory_reservation(cfg.max_memory_bytes);
-    c.memory_reservation_for_growth(0);
+    if kind == EngineKind::BoundsChecked {
+        // Explicit bounds checks instead of guard pages: the memory's
+        // accessible range then never changes, so neither instantiation nor
+        // memory.grow nor the reset after a call needs mprotect (and its TLB
+        // shootdowns). For calls of a few microseconds that is a third of
+        // the cost (measured with benches/plugins.rs).
+        c.signals_based_traps(false);
+        c.memory_guard_size(0);
+        c.memory_reservation(cfg.max_memory_bytes);
+        c.memory_reservation_for_growth(0);
+    }
     c
 }
 
-/// Advance the engine's epoch every `tick` for as long as the engine lives
-/// (plugins keep it alive beyond the Runtime, and still need timeouts).
-fn start_epoch_ticker(engine: &Engine, tick: Duration) {
-    let weak = engine.weak();
+/// Advance the engines' epochs every `tick` for as long as any engine lives
+/// (plugins keep theirs alive beyond the Runtime, and still need timeouts).
+fn start_epoch_ticker(engines: &[&Engine], tick: Duration) {
+    let weak: Vec<_> = engines.iter().map(|e| e.weak()).collect();
     let spawned = std::thread::Builder::new()
         .name("syncweave-epoch".into())
         .spawn(move || {
             loop {
                 std::thread::sleep(tick);
-                match weak.upgrade() {
-                    Some(e) => e.increment_epoch(),
-                    None => break,
+                let mut alive = false;
+                for w in &weak {
+                    if let Some(e) = w.upgrade() {
+                        e.increment_epoch();
+                        alive = true;
+                    }
+                }
+                if !alive {
+                    break;
                 }
             }
         });
@@ -627,4 +707,49 @@ fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
 fn remove_entry(path: &Path) {
     let _ = std::fs::remove_file(sidecar(path));
     let _ = std::fs::remove_file(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component_importing(name: &str) -> Vec<u8> {
+        use wasm_encoder::{
+            Component, ComponentImportSection, ComponentTypeRef, ComponentTypeSection, InstanceType,
+        };
+        let mut types = ComponentTypeSection::new();
+        types.instance(&InstanceType::new());
+        let mut imports = ComponentImportSection::new();
+        imports.import(name, ComponentTypeRef::Instance(0));
+        let mut c = Component::new();
+        c.section(&types).section(&imports);
+        c.finish()
+    }
+
+    #[test]
+    fn wasi_importers_get_the_guarded_engine() {
+        assert_eq!(
+            EngineKind::for_component(&component_importing("wasi:cli/environment@0.2.0")),
+            EngineKind::Guarded
+        );
+        assert_eq!(
+            EngineKind::for_component(&component_importing("syncweave:plugin/host-log@0.1.0")),
+            EngineKind::BoundsChecked
+        );
+        assert_eq!(
+            EngineKind::for_component(b"junk"),
+            EngineKind::BoundsChecked
+        );
+    }
+
+    #[test]
+    fn config_rejects_a_default_limit_over_the_ceiling() {
+        let err = Runtime::new(RuntimeConfig {
+            cache_dir: None,
+            max_memory_bytes: 1 << 20,
+            ..RuntimeConfig::default()
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("raise max_memory_bytes"), "{err}");
+    }
 }

@@ -56,8 +56,13 @@ fn echo_mutates_describes_and_validates() {
             .iter()
             .any(|e| e == "syncweave:plugin/mutation@0.1.0")
     );
-    // Rust guests built for wasm32-unknown-unknown import no WASI.
+    // Rust guests built for wasm32-unknown-unknown import no WASI, so they
+    // run on the engine tuned for cheap instantiation.
     assert!(echo.imports().iter().all(|i| !i.starts_with("wasi:")));
+    assert_eq!(
+        echo.engine_kind(),
+        syncweave_runtime::EngineKind::BoundsChecked
+    );
 
     assert_echo_healthy(&echo);
     let out = echo
@@ -343,7 +348,7 @@ fn cache_round_trip_and_tamper_rejection() {
     let first = Runtime::new(cfg.clone()).unwrap();
     let p = first.load("echo", &wasm, None).unwrap();
     assert_eq!(first.stats().compiled, 1);
-    let path = first.cache_path(p.digest()).unwrap();
+    let path = first.cache_path(&p).unwrap();
     assert!(path.is_file(), "{}", path.display());
 
     // A second runtime (a restarted process) loads without compiling.
@@ -382,7 +387,7 @@ fn missing_sidecar_is_rejected() {
     let wasm = common::wasm("test-namer");
     let rt = Runtime::new(cfg.clone()).unwrap();
     let p = rt.load("namer", &wasm, None).unwrap();
-    let path = rt.cache_path(p.digest()).unwrap();
+    let path = rt.cache_path(&p).unwrap();
     let mut sidecar = path.clone().into_os_string();
     sidecar.push(".sha256");
     std::fs::remove_file(&sidecar).unwrap();
@@ -471,4 +476,23 @@ fn builtins_load_from_the_configured_dir() {
     );
     assert!(e.message.contains("naming"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn worked_examples_run_as_a_self_test() {
+    use syncweave_runtime::ExampleVerdict;
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    let outcomes = echo.run_examples().unwrap();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].verdict, ExampleVerdict::Passed);
+
+    let namer = load(&rt, "test-namer");
+    let outcomes = namer.run_examples().unwrap();
+    assert_eq!(outcomes[0].name, "prefixed");
+    assert_eq!(outcomes[0].verdict, ExampleVerdict::Passed);
+    match &outcomes[1].verdict {
+        ExampleVerdict::Failed(why) => assert!(why.contains("fixture-cluster-a"), "{why}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
 }

@@ -5,7 +5,7 @@ wit_bindgen::generate!({ path: "../../../wit", world: "namer" });
 
 use exports::syncweave::plugin::meta::Guest as Meta;
 use exports::syncweave::plugin::naming::{Guest as Naming, ObjectName};
-use syncweave::plugin::types::{Context, PluginError, PluginInfo};
+use syncweave::plugin::types::{Context, Fixture, PluginError, PluginInfo};
 
 struct Namer;
 
@@ -16,7 +16,22 @@ impl Meta for Namer {
             version: "0.1.0".into(),
             description: "prefixes names with the cluster name".into(),
             config_schema: None,
-            examples: Vec::new(),
+            // The second example is wrong on purpose: the self-test must
+            // report it as failed.
+            examples: vec![
+                Fixture {
+                    name: "prefixed".into(),
+                    config: "{}".into(),
+                    input: r#"{"metadata":{"name":"a","namespace":"ns"}}"#.into(),
+                    expected: Some(r#"{"namespace":"ns","name":"fixture-cluster-a"}"#.into()),
+                },
+                Fixture {
+                    name: "deliberately-wrong".into(),
+                    config: "{}".into(),
+                    input: r#"{"metadata":{"name":"a"}}"#.into(),
+                    expected: Some(r#"{"name":"a"}"#.into()),
+                },
+            ],
         }
     }
 
