@@ -71,8 +71,12 @@ build_js() {
     log "js-mutator is up to date"; return
   fi
   if [ ! -d "$src/node_modules/@bytecodealliance/componentize-js" ]; then
-    log "installing componentize-js (npm ci)"
-    (cd "$src" && npm ci --no-audit --no-fund --loglevel=error)
+    log "installing componentize-js (npm install, pinned by package-lock.json)"
+    # Not `npm ci`: the lock file lists other platforms' optional native
+    # packages without versions (the registry does not resolve them here),
+    # which `npm ci`'s strict check rejects; `npm install` follows the lock
+    # for everything it resolves.
+    (cd "$src" && npm install --no-audit --no-fund --loglevel=error)
   fi
   log "building js-mutator"
   (cd "$src" && node build.mjs "$output" >/dev/null)
