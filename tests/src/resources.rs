@@ -35,9 +35,19 @@ pub async fn api_for(client: &Client, obj: &Value) -> Result<Api<DynamicObject>>
         .as_str()
         .ok_or_else(|| anyhow!("object without kind"))?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let (ar, caps) = pinned_kind(client, &gvk(group, version, kind))
-        .await
-        .with_context(|| format!("discovering {api_version} {kind}"))?;
+    // A workspace that just turned Ready can serve discovery without all of
+    // its API groups for a moment (and a CRD just established likewise), so
+    // a missing kind is retried briefly before it counts as an error.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let (ar, caps) = loop {
+        match pinned_kind(client, &gvk(group, version, kind)).await {
+            Ok(found) => break found,
+            Err(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Err(e) => return Err(e).with_context(|| format!("discovering {api_version} {kind}")),
+        }
+    };
     let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
     Ok(match (caps.scope, ns) {
         (kube::discovery::Scope::Namespaced, Some(ns)) => {
