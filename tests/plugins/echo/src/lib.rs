@@ -16,12 +16,16 @@ impl Meta for Echo {
             name: "test-echo".into(),
             version: "0.1.0".into(),
             description: "returns the object, optionally labelled".into(),
-            config_schema: Some(r#"{"type":"object","properties":{"label":{"type":"string"}}}"#.into()),
+            config_schema: Some(
+                r#"{"type":"object","properties":{"label":{"type":"string"}}}"#.into(),
+            ),
             examples: vec![Fixture {
                 name: "unchanged".into(),
                 config: "{}".into(),
                 input: r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.into(),
-                expected: Some(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.into()),
+                expected: Some(
+                    r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.into(),
+                ),
             }],
         }
     }
@@ -44,13 +48,13 @@ impl Mutation for Echo {
         _other: Option<String>,
     ) -> Result<String, PluginError> {
         log(Level::Debug, &format!("echo for {}", ctx.owner));
-        let config: serde_json::Value = serde_json::from_str(&config)
-            .map_err(|e| PluginError::InvalidConfig(e.to_string()))?;
+        let config: serde_json::Value =
+            serde_json::from_str(&config).map_err(|e| PluginError::InvalidConfig(e.to_string()))?;
         let Some(label) = config.get("label").and_then(|l| l.as_str()) else {
             return Ok(object);
         };
-        let mut obj: serde_json::Value = serde_json::from_str(&object)
-            .map_err(|e| PluginError::InvalidInput(e.to_string()))?;
+        let mut obj: serde_json::Value =
+            serde_json::from_str(&object).map_err(|e| PluginError::InvalidInput(e.to_string()))?;
         let meta = obj
             .get_mut("metadata")
             .and_then(|m| m.as_object_mut())

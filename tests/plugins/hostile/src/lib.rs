@@ -80,7 +80,9 @@ impl Mutation for Hostile {
                 out.push_str(r#""}}"#);
                 Ok(out)
             }
-            "reject" => Err(PluginError::Rejected("hostile plugin refuses this object".into())),
+            "reject" => Err(PluginError::Rejected(
+                "hostile plugin refuses this object".into(),
+            )),
             "rename" => {
                 let mut v: serde_json::Value = serde_json::from_str(&object)
                     .map_err(|e| PluginError::InvalidInput(e.to_string()))?;
@@ -94,7 +96,9 @@ impl Mutation for Hostile {
                 }
                 Ok(object)
             }
-            other => Err(PluginError::InvalidConfig(format!("unknown mode {other:?}"))),
+            other => Err(PluginError::InvalidConfig(format!(
+                "unknown mode {other:?}"
+            ))),
         }
     }
 }

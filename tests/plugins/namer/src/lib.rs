@@ -42,10 +42,10 @@ impl Meta for Namer {
 
 impl Naming for Namer {
     fn name(ctx: Context, config: String, object: String) -> Result<ObjectName, PluginError> {
-        let obj: serde_json::Value = serde_json::from_str(&object)
-            .map_err(|e| PluginError::InvalidInput(e.to_string()))?;
-        let cfg: serde_json::Value = serde_json::from_str(&config)
-            .map_err(|e| PluginError::InvalidConfig(e.to_string()))?;
+        let obj: serde_json::Value =
+            serde_json::from_str(&object).map_err(|e| PluginError::InvalidInput(e.to_string()))?;
+        let cfg: serde_json::Value =
+            serde_json::from_str(&config).map_err(|e| PluginError::InvalidConfig(e.to_string()))?;
         let name = obj["metadata"]["name"]
             .as_str()
             .ok_or_else(|| PluginError::InvalidInput("metadata.name missing".into()))?;
