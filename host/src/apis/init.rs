@@ -211,33 +211,16 @@ mod tests {
         assert_eq!(tpl.spec.names.plural, "inittemplates");
     }
 
-    fn check_shipped(file: &str, want: String) {
-        let path = format!(
-            "{}/../charts/syncweave/crds/{file}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        if have != want {
-            if std::env::var_os("SYNCWEAVE_UPDATE_CRDS").is_some() {
-                std::fs::write(&path, &want).unwrap();
-            } else {
-                panic!(
-                    "{path} is stale: run `SYNCWEAVE_UPDATE_CRDS=1 cargo test -p syncweave shipped_crd` and commit it"
-                );
-            }
-        }
-    }
-
     /// The CRD manifests shipped in charts/ must match the Rust types.
     #[test]
     fn shipped_crd_is_up_to_date() {
-        check_shipped(
+        crate::apis::assert_shipped_crd(
             "initialization.kcp.io_inittargets.yaml",
-            inittarget_crd_yaml(),
+            &inittarget_crd_yaml(),
         );
-        check_shipped(
+        crate::apis::assert_shipped_crd(
             "initialization.kcp.io_inittemplates.yaml",
-            inittemplate_crd_yaml(),
+            &inittemplate_crd_yaml(),
         );
     }
 }

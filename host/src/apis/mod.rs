@@ -45,3 +45,24 @@ fn to_yaml(
     }
     out
 }
+
+/// Test helper: the CRD manifest shipped as `charts/syncweave/crds/<file>`
+/// must equal `want` (generated from the Rust types). With
+/// SYNCWEAVE_UPDATE_CRDS set, the file is rewritten instead.
+#[cfg(test)]
+pub(crate) fn assert_shipped_crd(file: &str, want: &str) {
+    let path = format!(
+        "{}/../charts/syncweave/crds/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    if have != want {
+        if std::env::var_os("SYNCWEAVE_UPDATE_CRDS").is_some() {
+            std::fs::write(&path, want).unwrap();
+        } else {
+            panic!(
+                "{path} is stale: run `SYNCWEAVE_UPDATE_CRDS=1 cargo test -p syncweave shipped_crd` and commit it"
+            );
+        }
+    }
+}

@@ -306,20 +306,9 @@ spec:
     /// The CRD manifest shipped in charts/ must match the Rust types.
     #[test]
     fn shipped_crd_is_up_to_date() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../charts/syncweave/crds/syncagent.kcp.io_publishedresources.yaml"
+        crate::apis::assert_shipped_crd(
+            "syncagent.kcp.io_publishedresources.yaml",
+            &super::super::crd_yaml(),
         );
-        let want = super::super::crd_yaml();
-        let have = std::fs::read_to_string(path).unwrap_or_default();
-        if have != want {
-            if std::env::var_os("SYNCWEAVE_UPDATE_CRDS").is_some() {
-                std::fs::write(path, &want).unwrap();
-            } else {
-                panic!(
-                    "{path} is stale: run `SYNCWEAVE_UPDATE_CRDS=1 cargo test -p syncweave shipped_crd` and commit it"
-                );
-            }
-        }
     }
 }
