@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -612,30 +612,12 @@ fn wasi_p1_import(module: &[u8]) -> Option<String> {
     None
 }
 
-/// Write via a temporary file in the same directory and rename, so readers
-/// never see a half-written component.
+/// [`crate::fsutil::write_atomically`], reporting failures as a build error.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    let err = |source| BuildError::Write {
+    crate::fsutil::write_atomically(path, bytes).map_err(|source| BuildError::Write {
         path: path.to_path_buf(),
         source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(err)?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(err)
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 pub mod bindings;
 pub mod build;
 mod failure;
+pub mod fsutil;
 mod host;
 mod output;
 mod plugin;

@@ -446,20 +446,7 @@ impl Runtime {
 
     /// Names of all built-ins found (file stems of `*.wasm`), sorted.
     pub fn builtin_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .builtin_dirs()
-            .iter()
-            .filter_map(|d| std::fs::read_dir(d).ok())
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let p = e.path();
-                (p.extension()? == "wasm").then(|| p.file_stem()?.to_str().map(str::to_string))?
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+        crate::fsutil::wasm_names_in(&self.builtin_dirs())
     }
 
     /// Compile or load from cache, detect the world, link.

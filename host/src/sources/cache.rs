@@ -4,7 +4,6 @@
 //! again on every read, so a truncated or altered file is never handed out:
 //! it is deleted and the caller fetches afresh.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -69,7 +68,7 @@ impl BlobCache {
         if path.exists() {
             return;
         }
-        if let Err(e) = write_atomically(&path, bytes) {
+        if let Err(e) = syncweave_runtime::fsutil::write_atomically(&path, bytes) {
             tracing::warn!(path = %path.display(), error = %e, "cannot write the plugin source cache; continuing without it");
         }
     }
@@ -78,30 +77,6 @@ impl BlobCache {
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
-
-/// Write to a unique temporary file beside `path`, then rename: readers see
-/// either no file or the complete one, even with concurrent writers.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().expect("cache entries live in a directory");
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -333,18 +333,7 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
             Err(e) => return Err(e),
         }
     }
-    let mut available: Vec<String> = dirs
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let p = e.path();
-            (p.extension()? == "wasm").then(|| p.file_stem()?.to_str().map(str::to_string))?
-        })
-        .collect();
-    available.sort();
-    available.dedup();
+    let available = syncweave_runtime::fsutil::wasm_names_in(dirs);
     Err(FetchError::new(
         r,
         FetchErrorKind::NotFound,
