@@ -277,7 +277,7 @@ fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
     }
     let v: Value = serde_yaml_ng::from_str(&text)
         .with_context(|| format!("{what} file {} is neither JSON nor YAML", path.display()))?;
-    Ok(v.to_string())
+    Ok(syncweave_runtime::object_json(&v))
 }
 
 fn test(args: &TestArgs) -> anyhow::Result<()> {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World};
+use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World, object_json};
 
 use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, WasmUse};
@@ -314,7 +314,7 @@ impl Namer for WasmNamer {
         };
         let n = self
             .plugin
-            .name_object(&ctx, &self.config, &object.to_string())
+            .name_object(&ctx, &self.config, &object_json(object))
             .map_err(|e| e.to_string())?;
         Ok(LocalName {
             name: n.name,
@@ -356,8 +356,8 @@ impl WasmMutator {
             direction,
             owner: self.owner.clone(),
         };
-        let other = other.map(Value::to_string);
-        let mut current = object.to_string();
+        let other = other.map(object_json);
+        let mut current = object_json(object);
         for step in steps {
             match step
                 .plugin

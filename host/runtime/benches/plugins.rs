@@ -25,7 +25,8 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A ConfigMap of about 4 KB.
+/// A ConfigMap of about 4 KB, written as the host writes objects for plugins
+/// (apiVersion, kind, metadata first).
 fn object() -> String {
     let mut data = serde_json::Map::new();
     let mut i = 0;
@@ -41,7 +42,7 @@ fn object() -> String {
             },
             "data": data,
         });
-        let s = obj.to_string();
+        let s = syncweave_runtime::object_json(&obj);
         if s.len() >= 4096 {
             return s;
         }
@@ -105,7 +106,7 @@ fn rust_components() -> Vec<(String, Vec<u8>)> {
         "test-echo".to_string(),
         std::fs::read(&built[0].path).expect("reading test-echo"),
     )];
-    let example = repo().join("target/plugins/rust-mutator.wasm");
+    let example = plugins_dir().join("rust-mutator.wasm");
     match std::fs::read(&example) {
         Ok(bytes) => out.push(("rust-mutator".into(), bytes)),
         Err(_) => println!("rust-mutator: skipped (not built: {})", example.display()),
@@ -187,6 +188,24 @@ fn bench_plugin(name: &str, wasm: &[u8], obj: &str) {
     let _ = std::fs::remove_dir_all(&cache);
 }
 
+/// Plugin names given on the command line (`cargo bench ... -- js-mutator`)
+/// select which to run; flags cargo adds (`--bench`) are ignored.
+fn selected(name: &str) -> bool {
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    wanted.is_empty() || wanted.iter().any(|w| w == name)
+}
+
+/// Where built example components are looked up: `$SYNCWEAVE_BENCH_PLUGINS`
+/// or the build's `target/plugins`.
+fn plugins_dir() -> PathBuf {
+    std::env::var_os("SYNCWEAVE_BENCH_PLUGINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/plugins"))
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing we
     // need. Either way run once.
@@ -201,10 +220,15 @@ fn main() {
         sha256_throughput()
     );
     for (name, wasm) in rust_components() {
-        bench_plugin(&name, &wasm, &obj);
+        if selected(&name) {
+            bench_plugin(&name, &wasm, &obj);
+        }
     }
     for guest in ["python-mutator", "js-mutator"] {
-        let path = repo().join("target/plugins").join(format!("{guest}.wasm"));
+        if !selected(guest) {
+            continue;
+        }
+        let path = plugins_dir().join(format!("{guest}.wasm"));
         match std::fs::read(&path) {
             Ok(wasm) => bench_plugin(guest, &wasm, &obj),
             Err(_) => println!("{guest}: skipped (not built: {})", path.display()),

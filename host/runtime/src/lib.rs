@@ -12,6 +12,7 @@ pub mod build;
 mod failure;
 pub mod fsutil;
 mod host;
+mod json;
 mod output;
 mod plugin;
 mod runtime;
@@ -21,6 +22,7 @@ pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
 pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
+pub use json::object_json;
 pub use plugin::{
     CallContext, Direction, ExampleOutcome, ExampleVerdict, Fixture, ObjectName, Plugin,
     PluginInfo, WarmInstance,
