@@ -8,7 +8,7 @@
 //! `copyAnnotation` is optional; when the `from` annotation is absent nothing is copied.
 //! The Python and JavaScript examples next to this one behave identically.
 use serde::Deserialize;
-use syncweave_plugin::{Context, Fixture, Mutator, PluginError, PluginInfo, Value, json, path};
+use syncweave_plugin::{Context, Fixture, Mutator, Object, PluginError, PluginInfo, Value, json};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -33,7 +33,7 @@ struct CopyAnnotation {
 
 impl Config {
     fn parse(config: &Value) -> Result<Config, String> {
-        let config: Config = serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+        let config = Config::deserialize(config).map_err(|e| e.to_string())?;
         if config.label.key.is_empty() {
             return Err("label.key must not be empty".into());
         }
@@ -46,14 +46,16 @@ impl Config {
     }
 }
 
-use syncweave_plugin::serde_json;
-
 /// Escapes a label or annotation key for use as one path segment.
 fn key_segment(key: &str) -> String {
-    key.replace('\\', "\\\\")
-        .replace('.', "\\.")
-        .replace('*', "\\*")
-        .replace('?', "\\?")
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if matches!(c, '\\' | '.' | '*' | '?') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub struct LabelAndCopy;
@@ -102,28 +104,25 @@ impl Mutator for LabelAndCopy {
     fn mutate(
         _ctx: &Context,
         config: &Value,
-        mut object: Value,
-        _other: Option<Value>,
-    ) -> Result<Value, PluginError> {
+        object: &mut Object<'_>,
+        _other: Option<&Object<'_>>,
+    ) -> Result<(), PluginError> {
         let config = Config::parse(config).map_err(PluginError::InvalidConfig)?;
-        if !object.is_object() {
-            return Err(PluginError::InvalidInput(
-                "the object must be a JSON object".into(),
-            ));
-        }
         let label_path = format!("metadata.labels.{}", key_segment(&config.label.key));
-        path::set(&mut object, &label_path, json!(config.label.value))
+        object
+            .set(&label_path, config.label.value.as_str())
             .map_err(|e| PluginError::Internal(e.to_string()))?;
         if let Some(copy) = &config.copy_annotation {
             let from = format!("metadata.annotations.{}", key_segment(&copy.from));
-            if let Some(value) = path::get(&object, &from) {
+            if let Some(value) = object.get(&from) {
                 let to = format!("metadata.annotations.{}", key_segment(&copy.to));
-                path::set(&mut object, &to, value)
+                object
+                    .set(&to, value)
                     .map_err(|e| PluginError::Internal(e.to_string()))?;
             }
         }
         syncweave_plugin::log!(debug, "set label {}", config.label.key);
-        Ok(object)
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use syncweave_plugin::{
-    Context, Direction, Fixture, Mutator, PluginError, PluginInfo, Value, json,
+    Context, Direction, Fixture, Mutator, Object, PluginError, PluginInfo, Value, json,
 };
 
 pub mod goregex;
@@ -91,16 +91,11 @@ impl Mutator for Mutation {
     fn mutate(
         ctx: &Context,
         config: &Value,
-        object: Value,
-        other: Option<Value>,
-    ) -> Result<Value, PluginError> {
-        if !object.is_object() {
-            return Err(PluginError::InvalidInput(
-                "the object must be a JSON object".into(),
-            ));
-        }
+        object: &mut Object<'_>,
+        other: Option<&Object<'_>>,
+    ) -> Result<(), PluginError> {
         let compiled = compiled_rules(config, ctx.direction)?;
-        rules::apply(&compiled, object, other.as_ref())
+        rules::apply(&compiled, object, other)
     }
 }
 

@@ -1,10 +1,11 @@
 //! Mutation rules: parsing, compilation and application.
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Deserialize;
 use syncweave_gotmpl as gotmpl;
-use syncweave_plugin::{Direction, PluginError, Value, json, path};
+use syncweave_plugin::{Direction, Object, PluginError, Value, json, path};
 
 use crate::goregex;
 
@@ -199,13 +200,20 @@ fn compile_rule(list: &str, index: usize, raw: &RawRule) -> Result<Rule, String>
 /// other side, if any.
 pub fn apply(
     rules: &[Rule],
-    mut object: Value,
-    other: Option<&Value>,
-) -> Result<Value, PluginError> {
+    object: &mut Object<'_>,
+    other: Option<&Object<'_>>,
+) -> Result<(), PluginError> {
+    // Templates and CEL see the other object whole; build it once, if needed.
+    let other_value = OnceCell::new();
+    let other = || {
+        other_value
+            .get_or_init(|| other.map(Object::to_value))
+            .as_ref()
+    };
     for rule in rules {
-        object = apply_rule(rule, object, other)?;
+        apply_rule(rule, object, &other)?;
     }
-    Ok(object)
+    Ok(())
 }
 
 /// Paths are checked when the rules are compiled, so a path that still cannot be written
@@ -214,41 +222,49 @@ fn bad_shape(rule: &Rule, err: impl std::fmt::Display) -> PluginError {
     PluginError::InvalidInput(format!("{}: {err}", rule.label))
 }
 
-fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<Value, PluginError> {
+/// Delete and regex rules touch one path, so only the top-level field it names is
+/// parsed; templates and CEL see the whole object.
+fn apply_rule<'o>(
+    rule: &Rule,
+    object: &mut Object<'_>,
+    other: &impl Fn() -> Option<&'o Value>,
+) -> Result<(), PluginError> {
     match &rule.action {
         Action::Delete => {
-            path::delete(&mut object, &rule.path).map_err(|e| bad_shape(rule, e))?;
+            object.delete(&rule.path).map_err(|e| bad_shape(rule, e))?;
         }
         Action::Regex { regex, replacement } => {
             let new = match regex {
                 None => replacement.clone(),
                 Some(regex) => {
                     // gjson's String() coercion: numbers and objects become text.
-                    let current =
-                        gotmpl::GjsonResult::new(path::get_ref(&object, &rule.path)).string();
+                    let current = gotmpl::GjsonResult::new(object.get_ref(&rule.path)).string();
                     regex
                         .replace_all(&current, replacement.as_str())
                         .into_owned()
                 }
             };
-            path::set(&mut object, &rule.path, json!(new)).map_err(|e| bad_shape(rule, e))?;
+            object
+                .set(&rule.path, new)
+                .map_err(|e| bad_shape(rule, e))?;
         }
         Action::Template(template) => {
+            let object = object.value_mut();
             let data = gotmpl::Record::new(
                 "transformer.templateMutationContext",
                 [
                     (
                         "Value".to_string(),
                         gotmpl::Value::object(gotmpl::GjsonResult::new(path::get_ref(
-                            &object, &rule.path,
+                            object, &rule.path,
                         ))),
                     ),
-                    ("LocalObject".to_string(), gotmpl::Value::from_json(&object)),
+                    ("LocalObject".to_string(), gotmpl::Value::from_json(object)),
                     (
                         "RemoteObject".to_string(),
                         // Upstream passes a nil map when there is no other object: indexing it
                         // yields <no value>, like an empty map does here.
-                        other.map_or_else(
+                        other().map_or_else(
                             || gotmpl::Value::from(BTreeMap::new()),
                             gotmpl::Value::from_json,
                         ),
@@ -267,21 +283,22 @@ fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<V
                         rule.label
                     ))
                 })?;
-            path::set(&mut object, &rule.path, json!(rendered.trim()))
+            path::set(object, &rule.path, json!(rendered.trim()))
                 .map_err(|e| bad_shape(rule, e))?;
         }
         Action::Cel(program) => {
+            let object = object.value_mut();
             let mut ctx = cel::Context::default();
             // gjson's Value() turns every number into a float64; self and other come from
             // Kubernetes objects, where integers are int64.
             ctx.add_variable_from_value(
                 "value",
-                path::get_ref(&object, &rule.path).map_or(cel::Value::Null, |v| to_cel(v, true)),
+                path::get_ref(object, &rule.path).map_or(cel::Value::Null, |v| to_cel(v, true)),
             );
-            ctx.add_variable_from_value("self", to_cel(&object, false));
+            ctx.add_variable_from_value("self", to_cel(object, false));
             ctx.add_variable_from_value(
                 "other",
-                other.map_or(cel::Value::Null, |o| to_cel(o, false)),
+                other().map_or(cel::Value::Null, |o| to_cel(o, false)),
             );
             let out = program.execute(&ctx).map_err(|e| {
                 PluginError::InvalidInput(format!(
@@ -295,10 +312,10 @@ fn apply_rule(rule: &Rule, mut object: Value, other: Option<&Value>) -> Result<V
                     rule.label
                 ))
             })?;
-            path::set(&mut object, &rule.path, out).map_err(|e| bad_shape(rule, e))?;
+            path::set(object, &rule.path, out).map_err(|e| bad_shape(rule, e))?;
         }
     }
-    Ok(object)
+    Ok(())
 }
 
 /// JSON to a CEL value; with `floats`, every number is a double.

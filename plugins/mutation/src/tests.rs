@@ -340,7 +340,7 @@ fn data_of_the_wrong_shape_is_invalid_input() {
     let err = mutate(json!([]), json!([1]), None).unwrap_err();
     assert_eq!(
         err,
-        PluginError::InvalidInput("the object must be a JSON object".into())
+        PluginError::InvalidInput("the object must be a JSON object, not an array".into())
     );
 }
 

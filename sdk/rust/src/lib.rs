@@ -5,7 +5,7 @@
 //! is a plain Rust type implementing one role trait, plus one macro call:
 //!
 //! ```
-//! use syncweave_plugin::{Context, Mutator, PluginError, PluginInfo, Value, path};
+//! use syncweave_plugin::{Context, Mutator, Object, PluginError, PluginInfo, Value};
 //!
 //! pub struct AddLabel;
 //!
@@ -13,10 +13,9 @@
 //!     fn info() -> PluginInfo {
 //!         syncweave_plugin::plugin_info!("adds a fixed label")
 //!     }
-//!     fn mutate(_: &Context, config: &Value, mut object: Value, _: Option<Value>) -> Result<Value, PluginError> {
-//!         path::set(&mut object, "metadata.labels.team", config["team"].clone())
-//!             .map_err(|e| PluginError::Internal(e.to_string()))?;
-//!         Ok(object)
+//!     fn mutate(_: &Context, config: &Value, object: &mut Object<'_>, _: Option<&Object<'_>>) -> Result<(), PluginError> {
+//!         object.set("metadata.labels.team", config["team"].clone())
+//!             .map_err(|e| PluginError::Internal(e.to_string()))
 //!     }
 //! }
 //!
@@ -34,17 +33,20 @@
 //! crate as a `cdylib` for `wasm32-unknown-unknown` and turn it into a component with
 //! `syncweave plugin build <crate-dir>`.
 //!
-//! Helpers: [`path`] (gjson/sjson-style paths), [`patch`] (JSON merge patch and JSON
+//! Helpers: [`Object`] (the object a mutator edits, parsed only as far as it is used),
+//! [`path`] (gjson/sjson-style paths), [`patch`] (JSON merge patch and JSON
 //! patch), [`log`] (host logging) and [`testing`] (run a plugin natively in unit tests).
 
 extern crate self as syncweave_plugin;
 
 pub mod log;
+mod object;
 pub mod patch;
 pub mod path;
 pub mod testing;
 mod types;
 
+pub use object::{Object, ObjectError};
 pub use serde_json::{self, Value, json};
 pub use types::{Context, Direction, Fixture, ObjectName, PluginError, PluginInfo};
 
@@ -61,14 +63,15 @@ pub trait Mutator {
         Ok(())
     }
 
-    /// Returns the full new object. `other` is the object's counterpart on the other
-    /// side, if it exists yet.
+    /// Edits `object` in place. `other` is the object's counterpart on the other
+    /// side, if it exists yet. Both are parsed only as far as they are read (see
+    /// [`Object`]); [`Object::value_mut`] gives the whole object as a [`Value`].
     fn mutate(
         ctx: &Context,
         config: &Value,
-        object: Value,
-        other: Option<Value>,
-    ) -> Result<Value, PluginError>;
+        object: &mut Object<'_>,
+        other: Option<&Object<'_>>,
+    ) -> Result<(), PluginError>;
 }
 
 /// Decides what an object is called on the service cluster.
@@ -450,6 +453,10 @@ pub mod __private {
         })
     }
 
+    fn parse_object<'a>(what: &str, text: &'a str) -> Result<Object<'a>, PluginError> {
+        Object::parse(text).map_err(|err| PluginError::InvalidInput(format!("the {what} {err}")))
+    }
+
     fn config(config: &str) -> Result<Value, PluginError> {
         parse_config(config).map_err(PluginError::InvalidConfig)
     }
@@ -468,9 +475,18 @@ pub mod __private {
         other: Option<&str>,
     ) -> Result<String, PluginError> {
         let config = config(config_json)?;
-        let object = parse_input("object", object)?;
-        let other = other.map(|o| parse_input("other object", o)).transpose()?;
-        Ok(P::mutate(ctx, &config, object, other)?.to_string())
+        let mut object = parse_object("object", object)?;
+        let other = other.map(|o| parse_object("other object", o)).transpose()?;
+        P::mutate(ctx, &config, &mut object, other.as_ref())?;
+        // Fields are read lazily, so malformed JSON surfaces only where it was read.
+        for (what, obj) in [("object", Some(&object)), ("other object", other.as_ref())] {
+            if let Some(err) = obj.and_then(Object::error) {
+                return Err(PluginError::InvalidInput(format!(
+                    "the {what} is not valid JSON: {err}"
+                )));
+            }
+        }
+        Ok(object.to_json())
     }
 
     pub fn name<P: Namer>(

@@ -45,7 +45,7 @@ enum Pattern {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Segment {
+pub(crate) struct Segment {
     /// The key with escapes removed.
     key: String,
     /// A leading `:` was given: never treat the key as an array index.
@@ -57,6 +57,19 @@ struct Segment {
 }
 
 impl Segment {
+    /// The key with escapes removed.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub(crate) fn is_pattern(&self) -> bool {
+        self.pattern.is_some()
+    }
+
+    pub(crate) fn is_hash(&self) -> bool {
+        self.hash
+    }
+
     fn index(&self) -> Option<usize> {
         if self.force_key || self.pattern.is_some() || self.hash {
             return None;
@@ -68,7 +81,7 @@ impl Segment {
         !self.force_key && self.key == "-1"
     }
 
-    fn matches(&self, candidate: &str) -> bool {
+    pub(crate) fn matches(&self, candidate: &str) -> bool {
         match &self.pattern {
             Some(pattern) => glob(pattern, &candidate.chars().collect::<Vec<_>>()),
             None => self.key == candidate,
@@ -92,74 +105,103 @@ fn glob(pattern: &[Pattern], text: &[char]) -> bool {
     }
 }
 
-fn parse(path: &str) -> Vec<Segment> {
-    let mut segments = Vec::new();
-    let mut chars = path.chars().peekable();
+pub(crate) fn parse(path: &str) -> Vec<Segment> {
+    let bytes = path.as_bytes();
+    let mut segments = Vec::with_capacity(4);
+    let mut start = 0;
     loop {
-        let mut seg = Segment {
-            key: String::new(),
-            force_key: false,
-            pattern: None,
-            hash: false,
-        };
-        let mut pattern = Vec::new();
-        let mut wildcard = false;
-        let mut escaped_any = false;
-        if chars.peek() == Some(&':') {
-            chars.next();
-            seg.force_key = true;
-        }
-        let mut ended_with_dot = false;
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => {
-                    if let Some(next) = chars.next() {
-                        seg.key.push(next);
-                        pattern.push(Pattern::Literal(next));
-                        escaped_any = true;
-                    }
+        // A segment runs to the next unescaped '.'. Most are plain keys, taken
+        // as they are (plugins parse paths on every call).
+        let mut end = start;
+        let mut plain = !matches!(bytes.get(start), Some(b':'));
+        while end < bytes.len() && bytes[end] != b'.' {
+            match bytes[end] {
+                b'\\' => {
+                    plain = false;
+                    end += 1;
                 }
-                '.' => {
-                    ended_with_dot = true;
-                    break;
-                }
-                '*' => {
-                    seg.key.push(c);
-                    pattern.push(Pattern::AnyRun);
-                    wildcard = true;
-                }
-                '?' => {
-                    seg.key.push(c);
-                    pattern.push(Pattern::AnyOne);
-                    wildcard = true;
-                }
-                _ => {
-                    seg.key.push(c);
-                    pattern.push(Pattern::Literal(c));
-                }
+                b'*' | b'?' | b'#' => plain = false,
+                _ => {}
             }
+            end += 1;
         }
-        if wildcard {
-            seg.pattern = Some(pattern);
+        let end = end.min(bytes.len());
+        let raw = &path[start..end];
+        segments.push(if plain {
+            Segment {
+                key: raw.to_owned(),
+                force_key: false,
+                pattern: None,
+                hash: false,
+            }
+        } else {
+            parse_segment(raw)
+        });
+        if end >= bytes.len() {
+            return segments;
         }
-        seg.hash = seg.key == "#" && !escaped_any;
-        segments.push(seg);
-        if !ended_with_dot {
-            break;
-        }
+        start = end + 1;
     }
-    segments
+}
+
+/// One segment with escapes, wildcards, `#` or a leading `:`.
+fn parse_segment(raw: &str) -> Segment {
+    let mut seg = Segment {
+        key: String::with_capacity(raw.len()),
+        force_key: false,
+        pattern: None,
+        hash: false,
+    };
+    let body = match raw.strip_prefix(':') {
+        Some(body) => {
+            seg.force_key = true;
+            body
+        }
+        None => raw,
+    };
+    let mut chars = body.chars();
+    // Built only once a wildcard appears (everything before it is literal).
+    let mut pattern: Option<Vec<Pattern>> = None;
+    let mut escaped_any = false;
+    while let Some(c) = chars.next() {
+        let (ch, part) = match c {
+            '\\' => match chars.next() {
+                Some(next) => {
+                    escaped_any = true;
+                    (next, Pattern::Literal(next))
+                }
+                None => continue,
+            },
+            '*' => (c, Pattern::AnyRun),
+            '?' => (c, Pattern::AnyOne),
+            _ => (c, Pattern::Literal(c)),
+        };
+        if pattern.is_none() && part != Pattern::Literal(ch) {
+            pattern = Some(seg.key.chars().map(Pattern::Literal).collect());
+        }
+        if let Some(p) = &mut pattern {
+            p.push(part);
+        }
+        seg.key.push(ch);
+    }
+    seg.pattern = pattern;
+    seg.hash = seg.key == "#" && !escaped_any;
+    seg
 }
 
 /// The value at `path`, by reference. Returns `None` when nothing is there, and for
 /// paths that compute a value (`#`); use [`get`] for those.
 pub fn get_ref<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    get_ref_in(value, &parse(path))
+}
+
+pub(crate) fn get_ref_in<'a>(value: &'a Value, segments: &[Segment]) -> Option<&'a Value> {
     let mut current = value;
-    for seg in parse(path) {
+    for seg in segments {
         if seg.hash {
             return None;
         }
-        current = child(current, &seg)?;
+        current = child(current, seg)?;
     }
     Some(current)
 }
@@ -169,7 +211,7 @@ pub fn get(value: &Value, path: &str) -> Option<Value> {
     get_in(value, &parse(path))
 }
 
-fn get_in(value: &Value, segments: &[Segment]) -> Option<Value> {
+pub(crate) fn get_in(value: &Value, segments: &[Segment]) -> Option<Value> {
     let Some((seg, rest)) = segments.split_first() else {
         return Some(value.clone());
     };
@@ -229,7 +271,7 @@ pub fn check_writable(path: &str) -> Result<(), PathError> {
     writable(path).map(drop)
 }
 
-fn writable(path: &str) -> Result<Vec<Segment>, PathError> {
+pub(crate) fn writable(path: &str) -> Result<Vec<Segment>, PathError> {
     if path.is_empty() {
         return Err(PathError::Empty);
     }
@@ -251,7 +293,7 @@ pub fn set(value: &mut Value, path: &str, new: Value) -> Result<(), PathError> {
     set_in(value, &segments, new, path)
 }
 
-fn set_in(
+pub(crate) fn set_in(
     value: &mut Value,
     segments: &[Segment],
     new: Value,
@@ -325,6 +367,11 @@ fn build(segments: &[Segment], new: Value) -> Value {
 /// was nothing to remove. On an array `-1` removes the last element.
 pub fn delete(value: &mut Value, path: &str) -> Result<Option<Value>, PathError> {
     let segments = writable(path)?;
+    Ok(delete_in(value, &segments))
+}
+
+/// [`delete`] on a parsed, writable, non-empty path.
+pub(crate) fn delete_in(value: &mut Value, segments: &[Segment]) -> Option<Value> {
     let (last, parents) = segments
         .split_last()
         .expect("parse yields at least one segment");
@@ -340,10 +387,10 @@ pub fn delete(value: &mut Value, path: &str) -> Result<Option<Value>, PathError>
         };
         match next {
             Some(next) => current = next,
-            None => return Ok(None),
+            None => return None,
         }
     }
-    Ok(match current {
+    match current {
         Value::Object(map) => map.remove(&last.key),
         Value::Array(items) => match last.index() {
             Some(i) if i < items.len() => Some(items.remove(i)),
@@ -351,7 +398,7 @@ pub fn delete(value: &mut Value, path: &str) -> Result<Option<Value>, PathError>
             _ => None,
         },
         _ => None,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -2,11 +2,11 @@
 //! exports use, so unit tests exercise exactly what the host will call.
 //!
 //! ```no_run
-//! # use syncweave_plugin::{Context, Mutator, PluginError, PluginInfo, Value};
+//! # use syncweave_plugin::{Context, Mutator, Object, PluginError, PluginInfo, Value};
 //! # struct MyPlugin;
 //! # impl Mutator for MyPlugin {
 //! #     fn info() -> PluginInfo { PluginInfo::new("p", "0", "") }
-//! #     fn mutate(_: &Context, _: &Value, o: Value, _: Option<Value>) -> Result<Value, PluginError> { Ok(o) }
+//! #     fn mutate(_: &Context, _: &Value, _: &mut Object<'_>, _: Option<&Object<'_>>) -> Result<(), PluginError> { Ok(()) }
 //! # }
 //! #[test]
 //! fn examples_hold() {
@@ -121,7 +121,7 @@ pub fn check_projector_examples<P: Projector>() -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{PluginInfo, json, path};
+    use crate::{Object, PluginInfo, json};
 
     struct Upper;
 
@@ -147,19 +147,20 @@ mod tests {
         fn mutate(
             _: &Context,
             config: &Value,
-            mut object: Value,
-            other: Option<Value>,
-        ) -> Result<Value, PluginError> {
+            object: &mut Object<'_>,
+            other: Option<&Object<'_>>,
+        ) -> Result<(), PluginError> {
             let p = config["path"]
                 .as_str()
                 .ok_or_else(|| PluginError::InvalidConfig("path: must be a string".into()))?;
-            let current = path::get_string(&object, p);
-            path::set(&mut object, p, json!(current.to_uppercase()))
+            let current = object.get_string(p);
+            object
+                .set(p, current.to_uppercase())
                 .map_err(|e| PluginError::InvalidConfig(e.to_string()))?;
             if let Some(other) = other {
-                path::set(&mut object, "seenOther", other).unwrap();
+                object.set("seenOther", other.to_value()).unwrap();
             }
-            Ok(object)
+            Ok(())
         }
     }
 
@@ -228,10 +229,10 @@ mod tests {
             fn mutate(
                 _: &Context,
                 _: &Value,
-                o: Value,
-                _: Option<Value>,
-            ) -> Result<Value, PluginError> {
-                Ok(o)
+                _: &mut Object<'_>,
+                _: Option<&Object<'_>>,
+            ) -> Result<(), PluginError> {
+                Ok(())
             }
         }
         let err = check_mutator_examples::<Broken>().unwrap_err();

@@ -1,8 +1,8 @@
 //! Every role macro expands and type-checks against its generated world, and the
 //! testing helpers reach each role's adapter.
 use syncweave_plugin::{
-    Context, Mutator, Namer, ObjectName, PluginError, PluginInfo, Projector, Renderer, Value, json,
-    testing,
+    Context, Mutator, Namer, Object, ObjectName, PluginError, PluginInfo, Projector, Renderer,
+    Value, json, testing,
 };
 
 mod mutator {
@@ -15,10 +15,10 @@ mod mutator {
         fn mutate(
             _: &Context,
             _: &Value,
-            object: Value,
-            _: Option<Value>,
-        ) -> Result<Value, PluginError> {
-            Ok(object)
+            _: &mut Object<'_>,
+            _: Option<&Object<'_>>,
+        ) -> Result<(), PluginError> {
+            Ok(())
         }
     }
     syncweave_plugin::mutator!(Echo);
