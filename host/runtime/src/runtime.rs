@@ -314,7 +314,37 @@ impl Runtime {
         limits: Option<Limits>,
     ) -> Result<Arc<Plugin>, PluginFailure> {
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(wasm)));
+        self.load_with_digest(name, &digest, wasm, limits)
+    }
+
+    /// [`Runtime::load`] for a caller that already knows the component's
+    /// digest (`sha256:<hex>` of `wasm`, e.g. verified when it was fetched),
+    /// which saves hashing it again: for a large guest that is a quarter of a
+    /// cached load. The digest keys the caches, so it must be right.
+    pub fn load_with_digest(
+        &self,
+        name: &str,
+        digest: &str,
+        wasm: &[u8],
+        limits: Option<Limits>,
+    ) -> Result<Arc<Plugin>, PluginFailure> {
+        let digest = digest.to_string();
         let fail = |kind, msg: String| PluginFailure::new(name, digest.clone(), kind, msg);
+        // The digest names a cache file: only the exact form may get that far.
+        let well_formed = digest.strip_prefix("sha256:").is_some_and(|hex| {
+            hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+        if !well_formed {
+            return Err(fail(
+                FailureKind::Load,
+                "the digest is not of the form sha256:<64 lower-case hex digits>".into(),
+            ));
+        }
+        debug_assert_eq!(
+            digest,
+            format!("sha256:{}", hex::encode(Sha256::digest(wasm))),
+            "load_with_digest: the digest does not match the bytes"
+        );
         let limits = limits.unwrap_or(self.inner.cfg.default_limits);
         if limits.memory_bytes > self.inner.cfg.max_memory_bytes {
             return Err(fail(
@@ -531,13 +561,16 @@ impl Runtime {
         let counters = &self.inner.counters;
         let cache_path = self.cache_path_for(kind, digest);
         if let Some(path) = &cache_path {
-            match read_verified(path) {
-                Ok(Some(bytes)) => {
-                    // SAFETY: the bytes are exactly what this host wrote (the
-                    // sidecar checksum matched, and the checked bytes are the
-                    // ones deserialized), under a directory keyed by this
-                    // engine's compatibility hash.
-                    match unsafe { Component::deserialize(engine, &bytes) } {
+            match verify_entry(path) {
+                Ok(true) => {
+                    // SAFETY: the file is exactly what this host wrote (its
+                    // checksum sidecar matched just now), under a directory
+                    // keyed by this engine's compatibility hash. Entries are
+                    // only ever replaced by rename, never rewritten in place,
+                    // so the file wasmtime maps is the one that was checked;
+                    // only someone able to write the cache directory (and so
+                    // the sidecar too) could change that.
+                    match unsafe { Component::deserialize_file(engine, path) } {
                         Ok(c) => {
                             counters.disk_hits.fetch_add(1, Ordering::Relaxed);
                             tracing::debug!(plugin = name, digest, path = %path.display(), "loaded compiled component from cache");
@@ -550,7 +583,7 @@ impl Runtime {
                         }
                     }
                 }
-                Ok(None) => {}
+                Ok(false) => {}
                 Err(reason) => {
                     counters.cache_rejected.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(plugin = name, digest, path = %path.display(), reason, "rejecting cached component; recompiling");
@@ -659,45 +692,60 @@ fn start_epoch_ticker(engines: &[&Engine], tick: Duration) {
     }
 }
 
+/// The checksum beside a cache entry: BLAKE3 of the file, in hex.
 fn sidecar(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".blake3");
+    PathBuf::from(s)
+}
+
+/// Checksums of the sidecar format written by earlier versions (SHA-256);
+/// such entries are recompiled and their old sidecar removed.
+fn legacy_sidecar(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".sha256");
     PathBuf::from(s)
 }
 
-/// `Ok(None)` when there is no entry; `Err(reason)` when one exists but must
-/// not be trusted.
-fn read_verified(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+/// `Ok(false)` when there is no entry; `Ok(true)` when it exists and its
+/// checksum matches; `Err(reason)` when it exists but must not be trusted.
+/// The file is hashed through a memory map: reading tens of MB into a fresh
+/// buffer costs more in page faults than the hashing itself.
+fn verify_entry(path: &Path) -> Result<bool, String> {
+    match std::fs::metadata(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(format!("unreadable: {e}")),
-    };
+    }
     let expected = std::fs::read_to_string(sidecar(path))
         .map_err(|e| format!("checksum sidecar unreadable: {e}"))?;
-    let actual = hex::encode(Sha256::digest(&bytes));
-    if expected.trim() != actual {
+    let mut hasher = blake3::Hasher::new();
+    hasher
+        .update_mmap(path)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    let actual = hasher.finalize().to_hex();
+    if expected.trim() != actual.as_str() {
         return Err(format!(
             "checksum mismatch (sidecar {}, file {actual})",
             expected.trim()
         ));
     }
-    Ok(Some(bytes))
+    Ok(true)
 }
 
 /// Artefact first, sidecar second: a reader that sees the sidecar sees the
 /// complete artefact it describes.
 fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
     crate::build::write_atomically(path, bytes).map_err(|e| e.to_string())?;
-    crate::build::write_atomically(
-        &sidecar(path),
-        hex::encode(Sha256::digest(bytes)).as_bytes(),
-    )
-    .map_err(|e| e.to_string())
+    crate::build::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
+        .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(legacy_sidecar(path));
+    Ok(())
 }
 
 fn remove_entry(path: &Path) {
     let _ = std::fs::remove_file(sidecar(path));
+    let _ = std::fs::remove_file(legacy_sidecar(path));
     let _ = std::fs::remove_file(path);
 }
 

@@ -388,13 +388,49 @@ fn missing_sidecar_is_rejected() {
     let rt = Runtime::new(cfg.clone()).unwrap();
     let p = rt.load("namer", &wasm, None).unwrap();
     let path = rt.cache_path(&p).unwrap();
-    let mut sidecar = path.clone().into_os_string();
-    sidecar.push(".sha256");
-    std::fs::remove_file(&sidecar).unwrap();
-    let rt2 = Runtime::new(cfg).unwrap();
+    let with_suffix = |suffix: &str| {
+        let mut s = path.clone().into_os_string();
+        s.push(suffix);
+        std::path::PathBuf::from(s)
+    };
+    std::fs::remove_file(with_suffix(".blake3")).unwrap();
+    let rt2 = Runtime::new(cfg.clone()).unwrap();
     rt2.load("namer", &wasm, None).unwrap();
     assert_eq!(rt2.stats().cache_rejected, 1);
     assert_eq!(rt2.stats().compiled, 1);
+
+    // An entry from an earlier version (SHA-256 sidecar only) is recompiled
+    // and left with the current sidecar alone.
+    std::fs::rename(with_suffix(".blake3"), with_suffix(".sha256")).unwrap();
+    let rt3 = Runtime::new(cfg.clone()).unwrap();
+    rt3.load("namer", &wasm, None).unwrap();
+    assert_eq!(rt3.stats().compiled, 1);
+    assert!(with_suffix(".blake3").is_file());
+    assert!(!with_suffix(".sha256").exists());
+    let rt4 = Runtime::new(cfg).unwrap();
+    rt4.load("namer", &wasm, None).unwrap();
+    assert_eq!(rt4.stats().disk_hits, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_known_digest_skips_hashing_but_must_be_well_formed() {
+    let dir = common::tempdir("cache-digest");
+    let cfg = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    };
+    let wasm = common::wasm("test-echo");
+    let rt = Runtime::new(cfg).unwrap();
+    let digest = rt.load("echo", &wasm, None).unwrap().digest().to_string();
+    let again = rt.load_with_digest("echo", &digest, &wasm, None).unwrap();
+    assert_eq!(again.digest(), digest);
+    assert_eq!(rt.stats().memory_hits, 1);
+    for bad in ["sha256:../../etc/passwd", "sha256:ABC", "md5:00", ""] {
+        let e = rt.load_with_digest("echo", bad, &wasm, None).unwrap_err();
+        assert_eq!(e.kind, FailureKind::Load, "{bad}");
+        assert!(e.to_string().contains("sha256:<64"), "{e}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

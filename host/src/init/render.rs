@@ -173,12 +173,14 @@ impl Renderers {
                 let fetched = self.fetch.fetch(&r).await?;
                 let runtime = self.runtime.clone();
                 let name = r.display_name();
-                let plugin = blocking(move || runtime.load(&name, &fetched.bytes, None))
-                    .await
-                    .map_err(|source| RendererError::Plugin {
-                        field: "spec.renderer.wasm",
-                        source,
-                    })?;
+                let plugin = blocking(move || {
+                    runtime.load_with_digest(&name, &fetched.digest, &fetched.bytes, None)
+                })
+                .await
+                .map_err(|source| RendererError::Plugin {
+                    field: "spec.renderer.wasm",
+                    source,
+                })?;
                 (
                     Renderer {
                         plugin,
