@@ -6,9 +6,9 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use syncweave_runtime::build::{BuildOptions, build_crate};
-use syncweave_runtime::{
-    CallContext, Direction, Limits, Plugin, PluginRef, Runtime, RuntimeConfig, World,
-};
+use syncweave_runtime::{CallContext, Direction, Limits, Plugin, Runtime, RuntimeConfig, World};
+
+use crate::sources::{FetchContext, FetchOptions, Location, PluginRef};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
@@ -30,17 +30,35 @@ pub enum PluginCommand {
     },
     /// Show a plugin's world, digest, size, imports, exports and describe() output.
     Inspect {
-        /// Plugin reference: built-in name, file path or file:// URL.
+        /// Plugin reference, in any form a WasmPlugin's source takes: a built-in
+        /// name, a file path or file:// URL, https://… (with --sha256),
+        /// configmap://<namespace>/<name>/<key> or oci://<repo>@sha256:<digest>.
         reference: String,
         /// Print one JSON document instead of text.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        source: SourceArgs,
         #[command(flatten)]
         limits: LimitArgs,
     },
     /// Run a plugin locally on an input and print the result JSON (or the
     /// classified failure, with a non-zero exit code).
     Test(TestArgs),
+}
+
+/// How `plugin inspect|test` fetch a reference (the agent's own fetcher and
+/// source cache, so a reference that works here works in a WasmPlugin).
+#[derive(Debug, Args, Clone)]
+pub struct SourceArgs {
+    /// SHA-256 the plugin's bytes must have (64 hex digits); required for
+    /// https:// references, checked for any other.
+    #[arg(long, value_name = "HEX")]
+    pub sha256: Option<String>,
+    /// Kubeconfig of the cluster holding configmap:// references (default:
+    /// $KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -71,7 +89,7 @@ pub enum DirectionArg {
 
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// Plugin reference: built-in name, file path or file:// URL.
+    /// Plugin reference, in any form `plugin inspect` takes.
     pub reference: String,
     /// Input document (JSON or YAML; `-` for stdin): the object for mutators
     /// and namers, the CRD for projectors, the values for renderers.
@@ -104,6 +122,8 @@ pub struct TestArgs {
     #[arg(long, value_name = "NAME", default_value = "local-test")]
     pub owner: String,
     #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
     pub limits: LimitArgs,
 }
 
@@ -118,15 +138,18 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
         PluginCommand::Inspect {
             reference,
             json,
+            source,
             limits,
         } => {
             init_logging();
-            // Compilation and guest calls are blocking CPU work.
-            tokio::task::spawn_blocking(move || inspect(&reference, json, &limits)).await?
+            let (_rt, plugin) = load(&reference, &source, &limits).await?;
+            // Guest calls are blocking CPU work.
+            tokio::task::spawn_blocking(move || inspect(&plugin, json)).await?
         }
         PluginCommand::Test(args) => {
             init_logging();
-            tokio::task::spawn_blocking(move || test(&args)).await?
+            let (_rt, plugin) = load(&args.reference, &args.source, &args.limits).await?;
+            tokio::task::spawn_blocking(move || test(&plugin, &args)).await?
         }
     }
 }
@@ -185,15 +208,42 @@ fn default_out_dir(crate_path: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/plugins"))
 }
 
-fn load(reference: &str, limits: &LimitArgs) -> anyhow::Result<(Runtime, std::sync::Arc<Plugin>)> {
-    let r = PluginRef::parse(reference)?;
+/// Fetch `reference` the way the agent does (verified against every pin,
+/// through the same source cache) and load it.
+async fn load(
+    reference: &str,
+    source: &SourceArgs,
+    limits: &LimitArgs,
+) -> anyhow::Result<(Runtime, std::sync::Arc<Plugin>)> {
+    let r = PluginRef::parse(reference, source.sha256.as_deref(), "").map_err(|e| {
+        let what = if e.field == "sha256" {
+            "--sha256".to_string()
+        } else {
+            format!("plugin reference {reference:?}")
+        };
+        anyhow::anyhow!("{what}: {}", e.message)
+    })?;
     let runtime = Runtime::new(RuntimeConfig::default())?;
-    let plugin = runtime.load_ref(&r, Some(limits.limits()))?;
+    let service = match &r.location {
+        Location::ConfigMap { .. } => {
+            let cfg = crate::kubeconfig::load_service(source.kubeconfig.as_deref())
+                .await
+                .context("configmap:// references read the ConfigMap from a cluster")?;
+            Some(kube::Client::try_from(cfg).context("connecting to the cluster")?)
+        }
+        _ => None,
+    };
+    let fetcher = FetchContext::new(FetchOptions::for_runtime(&runtime, service))?;
+    let fetched = fetcher.fetch(&r).await?;
+    let (rt, name, limits) = (runtime.clone(), r.display_name(), limits.limits());
+    let plugin = tokio::task::spawn_blocking(move || {
+        rt.load_with_digest(&name, &fetched.digest, &fetched.bytes, Some(limits))
+    })
+    .await??;
     Ok((runtime, plugin))
 }
 
-fn inspect(reference: &str, as_json: bool, limits: &LimitArgs) -> anyhow::Result<()> {
-    let (_rt, plugin) = load(reference, limits)?;
+fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
     let info = plugin.describe()?;
     if as_json {
         let doc = json!({
@@ -280,10 +330,9 @@ fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
     Ok(syncweave_runtime::object_json(&v))
 }
 
-fn test(args: &TestArgs) -> anyhow::Result<()> {
-    let (_rt, plugin) = load(&args.reference, &args.limits)?;
+fn test(plugin: &Plugin, args: &TestArgs) -> anyhow::Result<()> {
     if args.examples {
-        return test_examples(&plugin);
+        return test_examples(plugin);
     }
     let input_path = args.input.as_deref().expect("clap requires --input");
     let input = read_document(input_path, "input")?;

@@ -41,6 +41,8 @@ fn digest_of(bytes: &[u8]) -> String {
 /// running against it until the returned guard is dropped.
 struct Setup {
     client: Client,
+    /// Path of the workspace standing in for the service cluster.
+    service_path: String,
     registry: WasmPluginRegistry,
     runtime: Runtime,
     cancel: CancellationToken,
@@ -88,6 +90,7 @@ async fn setup(test: &str) -> Setup {
     ));
     Setup {
         client,
+        service_path: service.path.clone(),
         registry,
         runtime,
         cancel,
@@ -330,4 +333,60 @@ async fn configmap_source_becomes_ready() {
     assert_eq!(status.digest.as_deref(), Some(digest_of(&bytes).as_str()));
     assert_eq!(status.world.as_deref(), Some("mutator"));
     assert!(s.registry.get("from-cm").is_ok());
+
+    // `syncweave plugin test` takes the same reference and fetches it the
+    // same way (here from the ConfigMap, through --kubeconfig).
+    let dir = std::env::temp_dir().join(unique("cli-configmap"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("service.kubeconfig");
+    kcp()
+        .write_kubeconfig(&s.service_path, &kubeconfig)
+        .unwrap();
+    let (input, config) = (dir.join("object.json"), dir.join("config.json"));
+    std::fs::write(
+        &input,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}"#,
+    )
+    .unwrap();
+    std::fs::write(&config, r#"{"label":{"key":"team","value":"cli"}}"#).unwrap();
+    let sha = hex::encode(Sha256::digest(&bytes));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_syncweave"))
+        .args([
+            "plugin",
+            "test",
+            "configmap://plugins/rust-mutator/plugin.wasm",
+        ])
+        .args(["--sha256", &sha, "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--input")
+        .arg(&input)
+        .arg("--config")
+        .arg(&config)
+        .env("SYNCWEAVE_CACHE_DIR", dir.join("cache"))
+        .output()
+        .expect("syncweave runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "plugin test failed: {stderr}");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    assert_eq!(result["metadata"]["labels"]["team"], "cli", "{result}");
+
+    // A wrong pin is refused before anything runs.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_syncweave"))
+        .args([
+            "plugin",
+            "inspect",
+            "configmap://plugins/rust-mutator/plugin.wasm",
+        ])
+        .args(["--sha256", &"0".repeat(64), "--kubeconfig"])
+        .arg(&kubeconfig)
+        .env("SYNCWEAVE_CACHE_DIR", dir.join("cache"))
+        .output()
+        .expect("syncweave runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&sha),
+        "the error names the actual digest: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

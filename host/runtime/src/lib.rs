@@ -16,7 +16,6 @@ mod json;
 mod output;
 mod plugin;
 mod runtime;
-pub mod source;
 mod stdio;
 pub mod world;
 
@@ -30,5 +29,4 @@ pub use plugin::{
 pub use runtime::{
     EngineKind, Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir,
 };
-pub use source::{PluginRef, SourceError};
 pub use world::World;
