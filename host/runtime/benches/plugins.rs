@@ -2,10 +2,10 @@
 //!
 //!     cargo bench -p syncweave-runtime --bench plugins [-- <plugin name>...]
 //!
-//! For a 4 KB object: fresh-instance+call (what every production call pays)
-//! and warm call (an instance reused, to separate instantiation from the
-//! call itself), per guest language; and cold load compiling vs from the
-//! on-disk cache. Rust: the test echo plugin (built on demand; it does almost
+//! For a 4 KB object: fresh-instance+call (what every production call pays;
+//! also for a 64 KB object, to show the cost per byte) and warm call (an
+//! instance reused, to separate instantiation from the call itself), per
+//! guest language; and cold load compiling vs from the on-disk cache. Rust: the test echo plugin (built on demand; it does almost
 //! nothing, so it shows the runtime's own cost) and
 //! target/plugins/rust-mutator.wasm when built; Python and JS use
 //! target/plugins/{python,js}-mutator.wasm when they exist.
@@ -29,9 +29,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// A ConfigMap of about 4 KB, written as the host writes objects for plugins
-/// (apiVersion, kind, metadata first).
-fn object() -> String {
+/// A ConfigMap of about `size` bytes, written as the host writes objects for
+/// plugins (apiVersion, kind, metadata first).
+fn object(size: usize) -> String {
     let mut data = serde_json::Map::new();
     let mut i = 0;
     loop {
@@ -47,7 +47,7 @@ fn object() -> String {
             "data": data,
         });
         let s = syncweave_runtime::object_json(&obj);
-        if s.len() >= 4096 {
+        if s.len() >= size {
             return s;
         }
         data.insert(format!("key-{i:03}"), "v".repeat(48).into());
@@ -142,7 +142,7 @@ fn hash_throughput() -> (f64, f64) {
     (sha, mb / t.elapsed().as_secs_f64())
 }
 
-fn bench_plugin(name: &str, wasm: &[u8], obj: &str) {
+fn bench_plugin(name: &str, wasm: &[u8], obj: &str, large: &str) {
     let size_mb = wasm.len() as f64 / (1 << 20) as f64;
     println!("{name} ({size_mb:.1} MB component)");
     let cache = std::env::temp_dir().join(format!("syncweave-bench-{}-{name}", std::process::id()));
@@ -209,6 +209,11 @@ fn bench_plugin(name: &str, wasm: &[u8], obj: &str) {
         plugin.mutate(&ctx, CONFIG, obj, None).expect("mutate");
     });
     show("fresh instance + call", &s);
+    // The same edit on a 16x larger object: what a plugin pays per byte.
+    let s = measure(Duration::from_secs(1), 100, || {
+        plugin.mutate(&ctx, CONFIG, large, None).expect("mutate");
+    });
+    show("  ... 64 KB object", &s);
 
     let mut warm = plugin.warm().expect("instantiate");
     let s = measure(Duration::from_secs(2), 200, || {
@@ -240,7 +245,8 @@ fn plugins_dir() -> PathBuf {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` passes nothing we
     // need. Either way run once.
-    let obj = object();
+    let obj = object(4096);
+    let large = object(64 << 10);
     println!(
         "syncweave plugin benchmark: {}-byte object, {} CPUs",
         obj.len(),
@@ -252,7 +258,7 @@ fn main() {
     );
     for (name, wasm) in rust_components() {
         if selected(&name) {
-            bench_plugin(&name, &wasm, &obj);
+            bench_plugin(&name, &wasm, &obj, &large);
         }
     }
     for guest in ["python-mutator", "js-mutator"] {
@@ -261,7 +267,7 @@ fn main() {
         }
         let path = plugins_dir().join(format!("{guest}.wasm"));
         match std::fs::read(&path) {
-            Ok(wasm) => bench_plugin(guest, &wasm, &obj),
+            Ok(wasm) => bench_plugin(guest, &wasm, &obj, &large),
             Err(_) => println!("{guest}: skipped (not built: {})", path.display()),
         }
     }
