@@ -2,9 +2,8 @@
 //! until SIGTERM/SIGINT.
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
-use kube::api::{Api, ObjectMeta, PostParams};
+
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -176,27 +175,9 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
 }
 
 async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    if api
-        .get_opt(ns)
-        .await
-        .with_context(|| format!("--namespace {ns}: reading namespace"))?
-        .is_some()
-    {
-        return Ok(());
-    }
-    let n = Namespace {
-        metadata: ObjectMeta {
-            name: Some(ns.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    match api.create(&PostParams::default(), &n).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("--namespace {ns}: creating namespace")),
-    }
+    crate::namespace::ensure(client, ns).await.map_err(|e| {
+        anyhow::Error::new(e.source).context(format!("--namespace {ns}: {}", e.action))
+    })
 }
 
 /// Resolve on SIGTERM (what Kubernetes sends) or Ctrl-C, or when cancelled

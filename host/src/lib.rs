@@ -13,6 +13,7 @@ pub mod kcp;
 pub mod kubeconfig;
 pub mod leader;
 pub mod logging;
+pub mod namespace;
 pub mod plugin_cmd;
 pub mod plugins;
 pub mod publish;

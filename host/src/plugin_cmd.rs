@@ -235,11 +235,9 @@ async fn load(
     };
     let fetcher = FetchContext::new(FetchOptions::for_runtime(&runtime, service))?;
     let fetched = fetcher.fetch(&r).await?;
-    let (rt, name, limits) = (runtime.clone(), r.display_name(), limits.limits());
-    let plugin = tokio::task::spawn_blocking(move || {
-        rt.load_with_digest(&name, &fetched.digest, &fetched.bytes, Some(limits))
-    })
-    .await??;
+    let plugin = fetched
+        .load(&runtime, &r.display_name(), Some(limits.limits()))
+        .await?;
     Ok((runtime, plugin))
 }
 

@@ -31,7 +31,11 @@ fn runtime() -> Runtime {
 }
 
 fn load(rt: &Runtime, name: &str) -> Arc<Plugin> {
-    rt.load(name, &common::wasm(name), None)
+    load_with(rt, name, None)
+}
+
+fn load_with(rt: &Runtime, name: &str, limits: Option<Limits>) -> Arc<Plugin> {
+    rt.load(name, &common::wasm(name), limits)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -100,13 +104,7 @@ fn hostile_guests_are_contained_and_classified() {
         timeout: Duration::from_secs(5),
         ..Limits::default()
     };
-    let slow_ok = rt
-        .load(
-            "test-hostile",
-            &common::wasm("test-hostile"),
-            Some(generous),
-        )
-        .unwrap();
+    let slow_ok = load_with(&rt, "test-hostile", Some(generous));
     let default_limits = load(&rt, "test-hostile");
     let cases = [
         ("loop", FailureKind::Timeout),
@@ -158,13 +156,7 @@ fn failure_messages_explain_the_cause() {
         timeout: Duration::from_secs(5),
         ..Limits::default()
     };
-    let slow_ok = rt
-        .load(
-            "test-hostile",
-            &common::wasm("test-hostile"),
-            Some(generous),
-        )
-        .unwrap();
+    let slow_ok = load_with(&rt, "test-hostile", Some(generous));
     let e = slow_ok
         .mutate(&ctx(), &mode("alloc"), OBJ, None)
         .unwrap_err();
@@ -199,9 +191,7 @@ fn output_over_the_cap_is_bad_output() {
         timeout: Duration::from_secs(5),
         ..Limits::default()
     };
-    let hostile = rt
-        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
-        .unwrap();
+    let hostile = load_with(&rt, "test-hostile", Some(limits));
     let e = hostile.mutate(&ctx(), &mode("big"), OBJ, None).unwrap_err();
     assert_eq!(e.kind, FailureKind::BadOutput, "{e}");
     assert!(e.message.contains("over the limit of 8388608 bytes"), "{e}");
@@ -214,9 +204,7 @@ fn custom_timeout_is_reported() {
         timeout: Duration::from_millis(20),
         ..Limits::default()
     };
-    let hostile = rt
-        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
-        .unwrap();
+    let hostile = load_with(&rt, "test-hostile", Some(limits));
     let e = hostile
         .mutate(&ctx(), &mode("loop"), OBJ, None)
         .unwrap_err();
@@ -231,9 +219,7 @@ fn log_floods_are_bounded_and_harmless() {
         timeout: Duration::from_secs(10),
         ..Limits::default()
     };
-    let hostile = rt
-        .load("test-hostile", &common::wasm("test-hostile"), Some(limits))
-        .unwrap();
+    let hostile = load_with(&rt, "test-hostile", Some(limits));
     let out = hostile
         .mutate(&ctx(), &mode("log-flood"), OBJ, None)
         .unwrap();

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use syncweave_runtime::Runtime;
+use syncweave_runtime::{Limits, Plugin, PluginFailure, Runtime};
 
 pub use cache::{BlobCache, sha256_digest};
 pub use reference::{Location, PluginRef, RefError};
@@ -47,6 +47,30 @@ pub struct Fetched {
     pub digest: String,
     /// Served from the on-disk cache without touching the network.
     pub cached: bool,
+}
+
+impl Fetched {
+    /// Compile (or load from the compiled cache) these bytes as plugin
+    /// `name`, on a blocking thread. The digest was verified while fetching,
+    /// so the component is not hashed again.
+    pub async fn load(
+        &self,
+        runtime: &Runtime,
+        name: &str,
+        limits: Option<Limits>,
+    ) -> Result<Arc<Plugin>, PluginFailure> {
+        let (runtime, name, bytes, digest) = (
+            runtime.clone(),
+            name.to_string(),
+            self.bytes.clone(),
+            self.digest.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            runtime.load_with_digest(&name, &digest, &bytes, limits)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    }
 }
 
 impl std::fmt::Debug for Fetched {

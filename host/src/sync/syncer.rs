@@ -12,11 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams,
-    PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
 };
 use serde_json::{Value, json};
 use tracing::{debug, info};
@@ -478,27 +476,9 @@ impl SyncContext {
     }
 
     async fn ensure_namespace(&self, ns: &str) -> Result<(), SyncError> {
-        let api: Api<Namespace> = Api::all(self.service.clone());
-        if api
-            .get_opt(ns)
+        crate::namespace::ensure(&self.service, ns)
             .await
-            .map_err(kerr("reading namespace", ns))?
-            .is_some()
-        {
-            return Ok(());
-        }
-        let n = Namespace {
-            metadata: ObjectMeta {
-                name: Some(ns.into()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        match api.create(&PostParams::default(), &n).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-            Err(e) => Err(kerr("creating namespace", ns)(e)),
-        }
+            .map_err(|e| kerr(e.action, ns)(e.source))
     }
 
     /// Status up: replace the kcp object's status with the copy's.

@@ -205,18 +205,7 @@ impl Checker {
         status.digest = Some(fetched.digest.clone());
         status.conditions = Some(conds.clone());
 
-        let (runtime, plugin_name, bytes, digest) = (
-            self.runtime.clone(),
-            name.clone(),
-            fetched.bytes.clone(),
-            fetched.digest.clone(),
-        );
-        // The source layer verified the digest; no need to hash the bytes again.
-        let loaded = tokio::task::spawn_blocking(move || {
-            runtime.load_with_digest(&plugin_name, &digest, &bytes, Some(limits))
-        })
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let loaded = fetched.load(&self.runtime, &name, Some(limits)).await;
         let plugin = match loaded {
             Ok(p) => p,
             Err(f) => {

@@ -260,26 +260,18 @@ impl PluginResolver {
         {
             return Ok(p.clone());
         }
-        let (runtime, name, bytes, digest) = (
-            self.runtime.clone(),
-            r.display_name(),
-            fetched.bytes,
-            fetched.digest.clone(),
-        );
-        let plugin = tokio::task::spawn_blocking(move || {
-            runtime.load_with_digest(&name, &digest, &bytes, None)
-        })
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
-        .map_err(|f| {
-            (
-                ResolveErrorKind::Load,
-                format!(
-                    "{f}; the source must be a syncweave plugin component (build it with \
+        let plugin = fetched
+            .load(&self.runtime, &r.display_name(), None)
+            .await
+            .map_err(|f| {
+                (
+                    ResolveErrorKind::Load,
+                    format!(
+                        "{f}; the source must be a syncweave plugin component (build it with \
                          `syncweave plugin build`)"
-                ),
-            )
-        })?;
+                    ),
+                )
+            })?;
         let mut cache = self.inline.lock().unwrap_or_else(|e| e.into_inner());
         Ok(cache.entry(fetched.digest).or_insert(plugin).clone())
     }
