@@ -1,32 +1,8 @@
 //! Small file-system helpers shared by the runtime and the agent.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Write to a unique temporary file beside `path`, then rename: readers see
-/// either no file or the complete one, even with concurrent writers (the
-/// temporary name is unique per process *and* per call).
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use syncweave_wasm_build::write_file_atomically as write_atomically;
 
 /// Names (file stems) of the `*.wasm` files in `dirs`, sorted, deduplicated.
 pub fn wasm_names_in(dirs: &[PathBuf]) -> Vec<String> {

@@ -8,7 +8,8 @@
 //! naming the plugin and its digest.
 
 pub mod bindings;
-pub mod build;
+pub use syncweave_builtins as builtins;
+pub use syncweave_wasm_build as build;
 mod failure;
 pub mod fsutil;
 mod host;

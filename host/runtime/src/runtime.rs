@@ -50,8 +50,9 @@ pub struct RuntimeConfig {
     pub cache_dir: Option<PathBuf>,
     /// Limits for plugins loaded without their own.
     pub default_limits: Limits,
-    /// Where built-in plugins live; `None` searches the default places
-    /// (see [`Runtime::builtin_dirs`]).
+    /// A directory whose `<name>.wasm` files override the embedded built-in
+    /// plugins; `None` searches only the default places (see
+    /// [`Runtime::builtin_dirs`]).
     pub plugin_dir: Option<PathBuf>,
     /// Instances that may exist at once, i.e. concurrent calls.
     pub max_instances: u32,
@@ -384,7 +385,8 @@ impl Runtime {
         )))
     }
 
-    /// Load `<name>.wasm` from the first built-in plugin directory holding it.
+    /// Load the built-in plugin `name`: `<name>.wasm` from the first plugin
+    /// directory holding it (an override), else the copy embedded in the binary.
     pub fn load_builtin(&self, name: &str) -> Result<Arc<Plugin>, PluginFailure> {
         self.load_builtin_with(name, None)
     }
@@ -410,39 +412,40 @@ impl Runtime {
                 }
             }
         }
+        if let Some(b) = syncweave_builtins::get(name) {
+            return self.load_with_digest(name, b.digest, b.wasm, limits);
+        }
         let searched = if dirs.is_empty() {
-            "no plugin directory exists".to_string()
+            String::new()
         } else {
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            format!(
+                "; also searched {}",
+                dirs.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
-        let available = self.builtin_names();
         Err(PluginFailure::new(
             name,
             "",
             FailureKind::Load,
             format!(
-                "no built-in plugin named {name:?} (searched {searched}; available: {}); set \
-                 $SYNCWEAVE_PLUGIN_DIR, or build it with `syncweave plugin build plugins/<name>`",
-                if available.is_empty() {
-                    "none".to_string()
-                } else {
-                    available.join(", ")
-                }
+                "no built-in plugin named {name:?} (built-ins: {}{searched}); check the name, \
+                 or reference your own plugin by WasmPlugin name or source URL",
+                self.builtin_names().join(", ")
             ),
         ))
     }
 
-    /// The first existing built-in plugin directory.
+    /// The first existing override directory for built-ins.
     pub fn builtin_dir(&self) -> Option<PathBuf> {
         self.builtin_dirs().into_iter().next()
     }
 
-    /// Existing built-in directories in search order: the configured one,
-    /// `$SYNCWEAVE_PLUGIN_DIR`, `plugins/` beside the executable, and the
-    /// source tree's `target/plugins` (development builds).
+    /// Existing directories whose `<name>.wasm` files override the embedded
+    /// built-ins, in search order: the configured one, `$SYNCWEAVE_PLUGIN_DIR`,
+    /// and `plugins/` beside the executable.
     pub fn builtin_dirs(&self) -> Vec<PathBuf> {
         let mut candidates = Vec::new();
         if let Some(d) = &self.inner.cfg.plugin_dir {
@@ -457,13 +460,6 @@ impl Runtime {
         {
             candidates.push(exe_dir.join("plugins"));
         }
-        candidates.push(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join("..")
-                .join("target")
-                .join("plugins"),
-        );
         let mut out: Vec<PathBuf> = Vec::new();
         for c in candidates {
             let c = c.canonicalize().unwrap_or(c);
@@ -474,9 +470,13 @@ impl Runtime {
         out
     }
 
-    /// Names of all built-ins found (file stems of `*.wasm`), sorted.
+    /// Names of all built-ins, embedded or in an override directory, sorted.
     pub fn builtin_names(&self) -> Vec<String> {
-        crate::fsutil::wasm_names_in(&self.builtin_dirs())
+        let mut names = crate::fsutil::wasm_names_in(&self.builtin_dirs());
+        names.extend(syncweave_builtins::names().map(str::to_string));
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Compile or load from cache, detect the world, link.
@@ -736,8 +736,8 @@ fn verify_entry(path: &Path) -> Result<bool, String> {
 /// Artefact first, sidecar second: a reader that sees the sidecar sees the
 /// complete artefact it describes.
 fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    crate::build::write_atomically(path, bytes).map_err(|e| e.to_string())?;
-    crate::build::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
+    crate::fsutil::write_atomically(path, bytes).map_err(|e| e.to_string())?;
+    crate::fsutil::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
         .map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(legacy_sidecar(path));
     Ok(())

@@ -488,8 +488,27 @@ fn builtins_load_from_the_configured_dir() {
     })
     .unwrap();
     assert_eq!(rt.builtin_dir().unwrap(), dir.canonicalize().unwrap());
+    // The directory overrides the embedded copy of the same name.
     let p = rt.load_builtin("naming").unwrap();
     assert_eq!(p.world(), World::Namer);
+    assert_eq!(
+        p.digest(),
+        format!(
+            "sha256:{}",
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(common::wasm(
+                "test-namer"
+            )))
+        )
+    );
+    assert_ne!(
+        p.digest(),
+        syncweave_runtime::builtins::get("naming").unwrap().digest
+    );
+    // Names not in the directory still come from the binary.
+    assert_eq!(
+        rt.load_builtin("projection").unwrap().world(),
+        World::Projector
+    );
     let e = rt.load_builtin("nope").unwrap_err();
     assert_eq!(e.kind, FailureKind::Load);
     assert!(

@@ -11,7 +11,7 @@ use syncweave_runtime::{CallContext, Direction, Plugin, PluginFailure, Runtime, 
 use crate::apis::{InitTarget, RendererSpec, TemplateEngine};
 use crate::sources::{FetchContext, FetchError, PluginRef, RefError};
 
-/// Name of the built-in renderer plugin (target/plugins/renderer.wasm).
+/// Name of the built-in renderer plugin (embedded; see syncweave-builtins).
 pub const BUILTIN_RENDERER: &str = "renderer";
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -356,17 +356,10 @@ mod tests {
         );
     }
 
-    /// Renders with the real built-in plugin (target/plugins/renderer.wasm).
+    /// Renders with the real built-in plugin, embedded in the binary.
     #[tokio::test]
     async fn builtin_renders_upstream_template() {
         let r = renderers();
-        assert!(
-            r.runtime
-                .builtin_dirs()
-                .iter()
-                .any(|d| d.join("renderer.wasm").exists()),
-            "renderer.wasm is not built: run `target/debug/syncweave plugin build plugins/renderer --out target/plugins` (tests/run.sh does)"
-        );
         let renderer = r.for_target(&target(None)).await.unwrap();
         let objs = renderer
             .render(

@@ -357,26 +357,24 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
             Err(e) => return Err(e),
         }
     }
-    let available = syncweave_runtime::fsutil::wasm_names_in(dirs);
+    if let Some(b) = syncweave_runtime::builtins::get(name) {
+        return Ok(Fetched {
+            bytes: b.wasm.into(),
+            digest: b.digest.to_string(),
+            cached: true,
+        });
+    }
+    let mut available = syncweave_runtime::fsutil::wasm_names_in(dirs);
+    available.extend(syncweave_runtime::builtins::names().map(str::to_string));
+    available.sort();
+    available.dedup();
     Err(FetchError::new(
         r,
         FetchErrorKind::NotFound,
         format!(
-            "no built-in plugin named {name:?} (searched {}; available: {}); check the name, or \
-             set $SYNCWEAVE_PLUGIN_DIR to the directory holding the built-ins",
-            if dirs.is_empty() {
-                "no plugin directory exists".to_string()
-            } else {
-                dirs.iter()
-                    .map(|d| d.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-            if available.is_empty() {
-                "none".to_string()
-            } else {
-                available.join(", ")
-            }
+            "no built-in plugin named {name:?} (built-ins: {}); check the name, or reference \
+             your own plugin by WasmPlugin name or source URL",
+            available.join(", ")
         ),
     ))
 }
@@ -592,7 +590,19 @@ pub(crate) mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.kind, FetchErrorKind::NotFound);
-        assert!(e.message.contains("available: naming"), "{e}");
+        assert!(
+            e.message
+                .contains("built-ins: mutation, naming, projection, renderer"),
+            "{e}"
+        );
+
+        // A name no directory overrides comes from the binary.
+        let r = PluginRef::parse("projection", None, "spec").unwrap();
+        let f = ctx.fetch(&r).await.unwrap();
+        let embedded = syncweave_runtime::builtins::get("projection").unwrap();
+        assert_eq!(&*f.bytes, embedded.wasm);
+        assert_eq!(f.digest, embedded.digest);
+        assert_eq!(f.digest, sha256_digest(embedded.wasm));
 
         let e = ctx
             .fetch(&PluginRef::parse("/definitely/not/here.wasm", None, "spec").unwrap())

@@ -1,5 +1,8 @@
 //! Building Rust plugin crates into Wasm components.
 //!
+//! A crate of its own (no wasmtime) so that the host's build script can use it
+//! to embed the built-in plugins; the runtime re-exports it as `build`.
+//!
 //! `build_crate` runs cargo for `wasm32-unknown-unknown`, then wraps each
 //! produced core module into a component with `wit-component` (the module
 //! carries its WIT world in a custom section that wit-bindgen embedded).
@@ -94,6 +97,8 @@ impl Toolchain {
             "CARGO_MAKEFLAGS",
             "RUSTC",
             "RUSTDOC",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
         ] {
             cmd.env_remove(var);
         }
@@ -186,6 +191,11 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Lower-case hex SHA-256 of `bytes` (the digest a component is known by).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Find a toolchain that can build `wasm32-unknown-unknown`.
@@ -365,7 +375,7 @@ pub fn build_crate(
             name: package.name.clone(),
             path,
             size: component.len() as u64,
-            sha256: hex::encode(Sha256::digest(&component)),
+            sha256: sha256_hex(&component),
         };
         if opts.progress {
             eprintln!(
@@ -612,9 +622,35 @@ fn wasi_p1_import(module: &[u8]) -> Option<String> {
     None
 }
 
-/// [`crate::fsutil::write_atomically`], reporting failures as a build error.
+/// Write to a unique temporary file beside `path`, then rename: readers see
+/// either no file or the complete one, even with concurrent writers (the
+/// temporary name is unique per process *and* per call).
+pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// [`write_file_atomically`], reporting failures as a build error.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    crate::fsutil::write_atomically(path, bytes).map_err(|source| BuildError::Write {
+    write_file_atomically(path, bytes).map_err(|source| BuildError::Write {
         path: path.to_path_buf(),
         source,
     })
