@@ -17,3 +17,14 @@ pub fn sha1_hex(s: &str) -> String {
     use sha1::{Digest, Sha1};
     hex::encode(Sha1::digest(s.as_bytes()))
 }
+
+/// Upstream's `crypto.Hash` of a non-string value: the SHA-1 of what Go's
+/// `json.Encoder` writes for it, i.e. its JSON (see [`super::gojson`])
+/// followed by a newline.
+pub fn sha1_hex_json_line(json: &str) -> String {
+    use sha1::{Digest, Sha1};
+    let mut h = Sha1::new();
+    h.update(json.as_bytes());
+    h.update(b"\n");
+    hex::encode(h.finalize())
+}

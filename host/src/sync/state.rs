@@ -12,8 +12,12 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
 use super::ObjectKey;
+use super::gojson;
 use super::labels::*;
 
+/// Names, keys, labels and values match upstream's byte for byte
+/// (internal/sync/state_store.go and meta.go in api-syncagent v0.7.0), so
+/// this agent can take over the state an upstream agent left behind.
 #[derive(Clone)]
 pub struct StateStore {
     api: Api<Secret>,
@@ -26,28 +30,51 @@ impl StateStore {
         }
     }
 
-    /// Secret name: `obj-state-<cluster>-<sha1 of the primary's identity>`.
+    /// Secret name: `obj-state-<cluster>-<hash>`, where the hash is the
+    /// first 20 hex digits of upstream's `crypto.Hash` of a Go map holding
+    /// the kcp object's apiVersion, kind, namespace and name.
     pub fn secret_name(key: &ObjectKey, api_version: &str, kind: &str) -> String {
         let ident = json!({
             "apiVersion": api_version,
             "kind": kind,
             "name": key.name,
-            "namespace": key.namespace.clone().unwrap_or_default(),
+            "namespace": key.namespace.as_deref().unwrap_or_default(),
         });
-        let mut h = sha1_hex(&ident.to_string());
+        let mut h = sha1_hex_json_line(&gojson::value_string(&ident));
         h.truncate(20);
         format!("obj-state-{}-{h}", key.cluster)
     }
 
-    /// Data key for one object (the primary or a related object).
+    /// Data key for one object: upstream's `crypto.Hash` of its Go
+    /// `objectKey` struct, fields in declaration order; the workspace path
+    /// is always empty there.
     pub fn data_key(key: &ObjectKey) -> String {
-        let ident = json!({
-            "ClusterName": key.cluster,
-            "WorkspacePath": "",
-            "Namespace": key.namespace.clone().unwrap_or_default(),
-            "Name": key.name,
-        });
-        sha1_hex(&format!("{ident}\n"))
+        sha1_hex_json_line(&gojson::string_struct(&[
+            ("ClusterName", &key.cluster),
+            ("WorkspacePath", ""),
+            ("Namespace", key.namespace.as_deref().unwrap_or_default()),
+            ("Name", &key.name),
+        ]))
+    }
+
+    /// The Secret's labels: the primary object's identity labels plus the
+    /// object-state marker.
+    pub fn secret_labels(key: &ObjectKey) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            (OBJECT_STATE_LABEL.to_string(), "true".to_string()),
+            (REMOTE_CLUSTER_LABEL.to_string(), key.cluster.clone()),
+            (REMOTE_NAME_HASH_LABEL.to_string(), sha1_hex(&key.name)),
+        ]);
+        if let Some(ns) = key.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+            labels.insert(REMOTE_NAMESPACE_HASH_LABEL.to_string(), sha1_hex(ns));
+        }
+        labels
+    }
+
+    /// The stored value: the object as Go's `json.Marshal` writes an
+    /// unstructured object (sorted keys, Go escaping), without a newline.
+    pub fn encode_state(state: &Value) -> Vec<u8> {
+        gojson::value_string(state).into_bytes()
     }
 
     pub async fn get(
@@ -81,23 +108,23 @@ impl StateStore {
     ) -> Result<(), kube::Error> {
         let name = Self::secret_name(key, api_version, kind);
         let data_key = Self::data_key(key);
-        let bytes = ByteString(serde_json::to_vec(state).expect("JSON serializes"));
+        let bytes = ByteString(Self::encode_state(state));
+        let labels = Self::secret_labels(key);
         match self.api.get_opt(&name).await? {
             Some(mut s) => {
-                s.data
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(data_key, bytes);
+                let data = s.data.get_or_insert_with(BTreeMap::new);
+                if data.get(&data_key) == Some(&bytes)
+                    && s.metadata.labels.as_ref() == Some(&labels)
+                {
+                    // Nothing to change: leave the Secret alone.
+                    return Ok(());
+                }
+                data.insert(data_key, bytes);
+                // Upstream sets the whole label set on every write.
+                s.metadata.labels = Some(labels);
                 self.api.replace(&name, &PostParams::default(), &s).await?;
             }
             None => {
-                let mut labels = BTreeMap::from([
-                    (OBJECT_STATE_LABEL.to_string(), "true".to_string()),
-                    (REMOTE_CLUSTER_LABEL.to_string(), key.cluster.clone()),
-                    (REMOTE_NAME_HASH_LABEL.to_string(), sha1_hex(&key.name)),
-                ]);
-                if let Some(ns) = &key.namespace {
-                    labels.insert(REMOTE_NAMESPACE_HASH_LABEL.to_string(), sha1_hex(ns));
-                }
                 let s = Secret {
                     metadata: ObjectMeta {
                         name: Some(name),
@@ -118,21 +145,97 @@ impl StateStore {
 mod tests {
     use super::*;
 
+    // Vectors computed with upstream api-syncagent v0.7.0's own code: a
+    // throwaway test in its internal/sync package called
+    // newKubernetesBackend("agent-ns", syncSide{object, clusterName}, …)
+    // and printed the Secret name and labels, newObjectKey(object,
+    // clusterName, logicalcluster.None).Key() for the data key, and
+    // snapshotObject(object, ["status"]) for the stored value.
+
+    fn key(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: cluster.into(),
+            namespace: namespace.map(Into::into),
+            name: name.into(),
+        }
+    }
+
     #[test]
-    fn names_are_stable_and_scoped_by_cluster() {
-        let k = ObjectKey {
-            cluster: "c1".into(),
-            namespace: Some("ns".into()),
-            name: "n".into(),
-        };
-        let a = StateStore::secret_name(&k, "example.com/v1", "CronTab");
-        assert!(a.starts_with("obj-state-c1-"));
-        assert_eq!(a.len(), "obj-state-c1-".len() + 20);
-        let k2 = ObjectKey {
-            cluster: "c2".into(),
-            ..k.clone()
-        };
-        assert_ne!(a, StateStore::secret_name(&k2, "example.com/v1", "CronTab"));
-        assert_eq!(StateStore::data_key(&k).len(), 40);
+    fn secret_names_and_data_keys_match_upstream() {
+        let cases = [
+            (
+                key("2v9rqo4z1m0fm8xj", Some("default"), "my-crontab"),
+                ("example.com/v2", "CronTab"),
+                "obj-state-2v9rqo4z1m0fm8xj-c0a00f9891c944349807",
+                "2061ee872b1eda065ab67b85602f3e4bec3ae2b6",
+            ),
+            (
+                key("1x2y3z4w5v6u7t8s", Some("default"), "my-crontab"),
+                ("example.com/v2", "CronTab"),
+                "obj-state-1x2y3z4w5v6u7t8s-c0a00f9891c944349807",
+                "1f6b3d7f29395c81aa97c00c4060ab7fe7744658",
+            ),
+            (
+                key("root", None, "w1"),
+                ("example.org/v1alpha1", "Widget"),
+                "obj-state-root-dd71452a5f577c5153d3",
+                "ba8bf7cfd1add9c71d222fd513662a87f5044b28",
+            ),
+            (
+                key("2v9rqo4z1m0fm8xj", Some("kube-system"), "cfg"),
+                ("v1", "ConfigMap"),
+                "obj-state-2v9rqo4z1m0fm8xj-f37bb64295e7d1265c94",
+                "9982216d1994f846750414cbd58f42d1095fbb80",
+            ),
+        ];
+        for (k, (api_version, kind), name, data_key) in cases {
+            assert_eq!(StateStore::secret_name(&k, api_version, kind), name, "{k}");
+            assert_eq!(StateStore::data_key(&k), data_key, "{k}");
+        }
+    }
+
+    #[test]
+    fn secret_labels_match_upstream() {
+        let labels =
+            StateStore::secret_labels(&key("2v9rqo4z1m0fm8xj", Some("default"), "my-crontab"));
+        let want = BTreeMap::from([
+            (OBJECT_STATE_LABEL, "true"),
+            (REMOTE_CLUSTER_LABEL, "2v9rqo4z1m0fm8xj"),
+            (
+                REMOTE_NAME_HASH_LABEL,
+                "5e88753c0b240e5526631d00a18a26e78221e284",
+            ),
+            (
+                REMOTE_NAMESPACE_HASH_LABEL,
+                "7505d64a54e061b7acd54ccd58b49dc43500b635",
+            ),
+        ]);
+        let want: BTreeMap<String, String> = want
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(labels, want);
+
+        // Cluster-scoped: no namespace hash.
+        let labels = StateStore::secret_labels(&key("root", None, "w1"));
+        assert_eq!(labels.len(), 3);
+        assert_eq!(
+            labels[REMOTE_NAME_HASH_LABEL],
+            "2927b4649cf4307f990009a16d33a38ceea4c866"
+        );
+    }
+
+    #[test]
+    fn stored_value_matches_upstream_bytes() {
+        let mut obj: Value = serde_json::from_str(
+            r#"{"apiVersion":"example.com/v2","kind":"CronTab","metadata":{"name":"my-crontab","namespace":"default","labels":{"app":"a&b"},"annotations":{"note":"<b>bold</b> \u2028 é \t \u0001"}},"spec":{"cronSpec":"*/5 * * * *","ratio":0.5,"big":1e21,"small":0.0000001,"replicas":3,"neg":-2,"list":[true,null,1.5,{}],"empty":""},"status":{"x":1}}"#,
+        )
+        .expect("valid JSON");
+        obj.as_object_mut().expect("object").remove("status");
+        let want = r#"{"apiVersion":"example.com/v2","kind":"CronTab","metadata":{"annotations":{"note":"\u003cb\u003ebold\u003c/b\u003e \u2028 é \t \u0001"},"labels":{"app":"a\u0026b"},"name":"my-crontab","namespace":"default"},"spec":{"big":1e+21,"cronSpec":"*/5 * * * *","empty":"","list":[true,null,1.5,{}],"neg":-2,"ratio":0.5,"replicas":3,"small":1e-7}}"#;
+        assert_eq!(
+            String::from_utf8(StateStore::encode_state(&obj)).unwrap(),
+            want
+        );
     }
 }
