@@ -23,7 +23,7 @@ pub enum KcpError {
         "APIExport {name:?} not found in workspace {workspace:?} (referenced by the APIExportEndpointSlice)"
     )]
     ExportNotFound { name: String, workspace: String },
-    #[error("{what}: {source}")]
+    #[error("{what}: {source}{}", forbidden_hint(source))]
     Kube {
         what: String,
         #[source]
@@ -31,6 +31,19 @@ pub enum KcpError {
     },
     #[error(transparent)]
     Config(#[from] crate::kubeconfig::KubeconfigError),
+}
+
+/// For an error kcp answered with 403: what to do about it. Empty otherwise.
+/// The agent's kcp identity needs exactly what docs/rbac.md lists; naming
+/// the document saves a provider from guessing from the raw RBAC message.
+pub fn forbidden_hint(err: &kube::Error) -> &'static str {
+    match err {
+        kube::Error::Api(s) if s.code == 403 => {
+            "; kcp refused the agent's identity (the user in --kcp-kubeconfig): grant it the \
+             sync role's kcp permissions listed in docs/rbac.md, in the APIExport's workspace"
+        }
+        _ => "",
+    }
 }
 
 fn kube_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> KcpError {

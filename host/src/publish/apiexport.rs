@@ -15,7 +15,10 @@ use crate::apis::kcp as kcpapi;
 use crate::sync::labels::AGENT_NAME_LABEL;
 
 #[derive(Debug, thiserror::Error)]
-#[error("{action} APIExport {name}: {source}")]
+#[error(
+    "{action} APIExport {name}: {source}{}",
+    crate::kcp::forbidden_hint(source)
+)]
 pub struct ExportError {
     action: &'static str,
     name: String,

@@ -2,7 +2,9 @@
 //!
 //! The schema name is `v<first 8 hex of SHA-1 of the projected spec>.<plural>.<group>`,
 //! so every change to the projected API yields a new, immutable schema and
-//! undoing a change reuses the old one.
+//! undoing a change reuses the old one. The hash is upstream's, byte for
+//! byte (see [`schema_name`]), so schemas an upstream agent created are
+//! found and reused.
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
@@ -10,7 +12,8 @@ use serde_json::{Value, json};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
-use crate::sync::labels::{AGENT_NAME_LABEL, SOURCE_GENERATION_ANNOTATION, sha1_hex};
+use crate::sync::gojson;
+use crate::sync::labels::{AGENT_NAME_LABEL, SOURCE_GENERATION_ANNOTATION, sha1_hex_json_line};
 use crate::sync::syncer::Side;
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +28,7 @@ pub enum SchemaError {
     },
     #[error("PublishedResource {pr}: {message}")]
     Invalid { pr: String, message: String },
-    #[error("{action}: {source}")]
+    #[error("{action}: {source}{}", crate::kcp::forbidden_hint(source))]
     Kube {
         action: String,
         #[source]
@@ -113,8 +116,7 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
             }
             if out["schema"].is_null() {
                 // Non-structural: accept anything rather than fail publishing.
-                out["schema"] =
-                    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+                out["schema"] = accept_anything_schema();
             }
             out
         })
@@ -125,15 +127,10 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
         "scope": spec["scope"],
         "versions": versions,
     });
-    // Hash before conversion is added: conversion does not change the API.
-    let hash = sha1_hex(&serde_json::to_string(&ars_spec).expect("serializes"));
     if ars_spec["versions"].as_array().is_some_and(|v| v.len() > 1) {
         ars_spec["conversion"] = json!({"strategy": "None"});
     }
-    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
-    let group = spec["group"].as_str().unwrap_or_default();
-    let group_part = if group.is_empty() { "core" } else { group };
-    let schema_name = format!("v{}.{plural}.{group_part}", &hash[..8]);
+    let schema_name = schema_name(local_crd, spec);
     let generation = local_crd["metadata"]["generation"]
         .as_i64()
         .unwrap_or(0)
@@ -154,6 +151,50 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
         schema_name,
         schema,
     }
+}
+
+/// The APIResourceSchema name for a projected CRD spec, as upstream's
+/// `GetAPIResourceSchemaName` (internal/kcp/apiresourceschema.go) computes
+/// it: `v` + the first 8 hex digits of `crypto.Hash(crd.Spec)` with
+/// `conversion` cleared (it does not change the API), then
+/// `.<plural>.<group>`. `crypto.Hash` is the SHA-1 of what Go's
+/// `json.Encoder` writes for the typed spec: declaration order, `omitempty`,
+/// Go escaping, and a trailing newline.
+///
+/// Upstream reads the CRD through its discovery client, which gives every
+/// version without a schema an "accept anything" schema when the CRD is
+/// marked non-structural; the hash covers that schema, so it is added here
+/// too. `local_crd` is the service cluster's CRD (it carries the condition).
+pub fn schema_name(local_crd: &Value, projected_spec: &Value) -> String {
+    let mut spec = projected_spec.clone();
+    if is_non_structural(local_crd)
+        && let Some(versions) = spec.get_mut("versions").and_then(Value::as_array_mut)
+    {
+        for v in versions.iter_mut().filter(|v| v.is_object()) {
+            if v["schema"]["openAPIV3Schema"].is_null() {
+                v["schema"] = json!({"openAPIV3Schema": accept_anything_schema()});
+            }
+        }
+    }
+    let hash = sha1_hex_json_line(&gojson::crd_spec_string(&spec));
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    let group = spec["group"].as_str().unwrap_or_default();
+    // Upstream would write a name ending in "." for the core group, which
+    // kcp rejects; nothing exists to take over there, so use a valid name.
+    let group_part = if group.is_empty() { "core" } else { group };
+    format!("v{}.{plural}.{group_part}", &hash[..8])
+}
+
+fn accept_anything_schema() -> Value {
+    json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+/// Whether the API server marked the CRD's schema as non-structural.
+fn is_non_structural(crd: &Value) -> bool {
+    crd["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "NonStructuralSchema" && c["status"] == "True")
+    })
 }
 
 /// Create the schema in kcp unless it exists; schemas are immutable.
@@ -209,6 +250,58 @@ mod tests {
                 ]
             }
         })
+    }
+
+    // Vectors computed with upstream api-syncagent v0.7.0's own code: a
+    // throwaway test in its internal/kcp package decoded each CRD below
+    // into apiextensionsv1.CustomResourceDefinition (as its client does),
+    // applied discovery.RetrieveCRD's non-structural schema substitution,
+    // and printed kcp.GetAPIResourceSchemaName(crd) and json.Marshal of the
+    // spec with conversion cleared.
+    const RICH_CRD: &str = r##"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"crontabs.example.com","generation":3,"uid":"0b6c1b5e-1111-2222-3333-444455556666"},"spec":{"group":"example.com","names":{"plural":"crontabs","singular":"crontab","shortNames":["ct"],"kind":"CronTab","listKind":"CronTabList","categories":["all","example"]},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":false,"deprecated":true,"deprecationWarning":"example.com/v1 CronTab is deprecated; use v2 <now> & later","schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},{"name":"v2","served":true,"storage":true,"schema":{"openAPIV3Schema":{"description":"CronTab runs <things> & more on a schedule.","type":"object","required":["spec"],"properties":{"apiVersion":{"type":"string","description":"APIVersion defines the versioned schema of this representation of an object."},"kind":{"type":"string"},"metadata":{"type":"object"},"spec":{"type":"object","description":"Desired state.","required":["cronSpec","image"],"properties":{"cronSpec":{"type":"string","pattern":"^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$","minLength":9,"maxLength":64},"image":{"type":"string","enum":["nginx:1.27","busybox"],"default":"busybox"},"replicas":{"type":"integer","format":"int32","minimum":1,"maximum":10,"default":1},"ratio":{"type":"number","minimum":0.000001,"maximum":1e21,"multipleOf":0.25,"exclusiveMaximum":true},"tags":{"type":"array","items":{"type":"string"},"maxItems":16,"x-kubernetes-list-type":"set"},"ports":{"type":"array","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}]}}},"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"]},"config":{"type":"object","default":{"a":1,"b":"<x>"},"x-kubernetes-preserve-unknown-fields":true},"selector":{"type":"object","additionalProperties":{"type":"string"},"x-kubernetes-map-type":"atomic"},"template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true},"mode":{"type":"string","nullable":true,"x-kubernetes-validations":[{"rule":"self in ['a','b']","message":"mode must be a or b","reason":"FieldValueInvalid","fieldPath":".mode"}]}},"x-kubernetes-validations":[{"rule":"self.replicas <= 10 && self.replicas >= 1","messageExpression":"'bad ' + string(self.replicas)"}]},"status":{"type":"object","properties":{"lastScheduleTime":{"type":"string","format":"date-time"},"replicas":{"type":"integer","format":"int64"},"labelSelector":{"type":"string"}}}}}},"subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.labelSelector"}},"additionalPrinterColumns":[{"name":"Spec","type":"string","description":"The cron spec","jsonPath":".spec.cronSpec"},{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"},{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp","priority":1}],"selectableFields":[{"jsonPath":".spec.image"}]}],"conversion":{"strategy":"None"}},"status":{"conditions":[{"type":"Established","status":"True","reason":"InitialNamesAccepted","message":"the initial names have been accepted"}],"acceptedNames":{"plural":"crontabs","kind":"CronTab"},"storedVersions":["v2"]}}"##;
+    const MINIMAL_CRD: &str = r##"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.org","generation":1},"spec":{"group":"example.org","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Cluster","versions":[{"name":"v1alpha1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}],"conversion":{"strategy":"None"}}}"##;
+    const ODD_CRD: &str = r##"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"oddities.test.io"},"spec":{"group":"test.io","names":{"plural":"oddities","singular":"","shortNames":[],"kind":"Oddity","categories":null},"scope":"Namespaced","preserveUnknownFields":true,"versions":[{"name":"v1beta1","served":false,"storage":false,"deprecated":false,"subresources":{},"additionalPrinterColumns":[],"schema":{"openAPIV3Schema":{"type":"object","properties":{},"required":[],"nullable":false,"x-kubernetes-preserve-unknown-fields":false}}},{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"id":"urn:x","$schema":"http://json-schema.org/draft-04/schema#","title":"Odd\tthings \u0001 \u2028 é","type":"object","example":{"k":"v&w","n":[1,2.5,1e-7,100000000000000000000,12345678901234567890]},"maximum":-0.0,"minimum":-1.5e300,"maxProperties":5,"minProperties":0,"uniqueItems":true,"exclusiveMinimum":false,"allOf":[{"required":["a"]}],"oneOf":[{"required":["b"]}],"not":{"required":["c"]},"properties":{"a":{"type":"array","items":[{"type":"string"},{"type":"integer"}],"additionalItems":false},"b":{"type":"object","additionalProperties":true,"patternProperties":{"^x-":{"type":"string"}}},"c":{"type":"object","additionalProperties":false,"dependencies":{"p":["q","r"],"s":{"required":["t"]}}},"d":{"type":"string","externalDocs":{"description":"docs","url":"https://example.com/?a=1&b=2"},"enum":["x",null,3]}},"definitions":{"z":{"type":"string"},"y":{"type":"integer"}}}}}]}}"##;
+    const NONSTRUCTURAL_CRD: &str = r##"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"legacies.old.example.com"},"spec":{"group":"old.example.com","names":{"plural":"legacies","singular":"legacy","kind":"Legacy","listKind":"LegacyList"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true}]},"status":{"conditions":[{"type":"NonStructuralSchema","status":"True","reason":"Violations","message":"spec.versions[0].schema.openAPIV3Schema.type: Required value"}]}}"##;
+    const RICH_SPEC_GO_JSON: &str = r##"{"group":"example.com","names":{"plural":"crontabs","singular":"crontab","shortNames":["ct"],"kind":"CronTab","listKind":"CronTabList","categories":["all","example"]},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":false,"deprecated":true,"deprecationWarning":"example.com/v1 CronTab is deprecated; use v2 \u003cnow\u003e \u0026 later","schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},{"name":"v2","served":true,"storage":true,"schema":{"openAPIV3Schema":{"description":"CronTab runs \u003cthings\u003e \u0026 more on a schedule.","type":"object","required":["spec"],"properties":{"apiVersion":{"description":"APIVersion defines the versioned schema of this representation of an object.","type":"string"},"kind":{"type":"string"},"metadata":{"type":"object"},"spec":{"description":"Desired state.","type":"object","required":["cronSpec","image"],"properties":{"config":{"type":"object","default":{"a":1,"b":"\u003cx\u003e"},"x-kubernetes-preserve-unknown-fields":true},"cronSpec":{"type":"string","maxLength":64,"minLength":9,"pattern":"^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$"},"image":{"type":"string","default":"busybox","enum":["nginx:1.27","busybox"]},"mode":{"type":"string","nullable":true,"x-kubernetes-validations":[{"rule":"self in ['a','b']","message":"mode must be a or b","reason":"FieldValueInvalid","fieldPath":".mode"}]},"ports":{"type":"array","items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"anyOf":[{"type":"integer"},{"type":"string"}],"x-kubernetes-int-or-string":true}}},"x-kubernetes-list-map-keys":["name"],"x-kubernetes-list-type":"map"},"ratio":{"type":"number","maximum":1e+21,"exclusiveMaximum":true,"minimum":0.000001,"multipleOf":0.25},"replicas":{"type":"integer","format":"int32","default":1,"maximum":10,"minimum":1},"selector":{"type":"object","additionalProperties":{"type":"string"},"x-kubernetes-map-type":"atomic"},"tags":{"type":"array","maxItems":16,"items":{"type":"string"},"x-kubernetes-list-type":"set"},"template":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"x-kubernetes-embedded-resource":true}},"x-kubernetes-validations":[{"rule":"self.replicas \u003c= 10 \u0026\u0026 self.replicas \u003e= 1","messageExpression":"'bad ' + string(self.replicas)"}]},"status":{"type":"object","properties":{"labelSelector":{"type":"string"},"lastScheduleTime":{"type":"string","format":"date-time"},"replicas":{"type":"integer","format":"int64"}}}}}},"subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.labelSelector"}},"additionalPrinterColumns":[{"name":"Spec","type":"string","description":"The cron spec","jsonPath":".spec.cronSpec"},{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"},{"name":"Age","type":"date","priority":1,"jsonPath":".metadata.creationTimestamp"}],"selectableFields":[{"jsonPath":".spec.image"}]}]}"##;
+    const MINIMAL_SPEC_GO_JSON: &str = r##"{"group":"example.org","names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},"scope":"Cluster","versions":[{"name":"v1alpha1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}"##;
+    const ODD_SPEC_GO_JSON: &str = r##"{"group":"test.io","names":{"plural":"oddities","kind":"Oddity"},"scope":"Namespaced","versions":[{"name":"v1beta1","served":false,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":false}},"subresources":{}},{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"id":"urn:x","$schema":"http://json-schema.org/draft-04/schema#","type":"object","title":"Odd\tthings \u0001 \u2028 é","maximum":-0,"minimum":-1.5e+300,"uniqueItems":true,"maxProperties":5,"minProperties":0,"allOf":[{"required":["a"]}],"oneOf":[{"required":["b"]}],"not":{"required":["c"]},"properties":{"a":{"type":"array","items":[{"type":"string"},{"type":"integer"}],"additionalItems":false},"b":{"type":"object","additionalProperties":true,"patternProperties":{"^x-":{"type":"string"}}},"c":{"type":"object","additionalProperties":false,"dependencies":{"p":["q","r"],"s":{"required":["t"]}}},"d":{"type":"string","enum":["x",null,3],"externalDocs":{"description":"docs","url":"https://example.com/?a=1\u0026b=2"}}},"definitions":{"y":{"type":"integer"},"z":{"type":"string"}},"example":{"k":"v\u0026w","n":[1,2.5,1e-7,100000000000000000000,12345678901234567890]}}}}],"preserveUnknownFields":true}"##;
+
+    fn parse(crd: &str) -> Value {
+        serde_json::from_str(crd).expect("valid JSON")
+    }
+
+    #[test]
+    fn schema_names_match_upstream() {
+        let cases = [
+            (RICH_CRD, "vb21a81f7.crontabs.example.com"),
+            (MINIMAL_CRD, "v0b35a2df.widgets.example.org"),
+            (ODD_CRD, "ve87fdc30.oddities.test.io"),
+            (NONSTRUCTURAL_CRD, "vd575a047.legacies.old.example.com"),
+        ];
+        for (crd, want) in cases {
+            let crd = parse(crd);
+            assert_eq!(schema_name(&crd, &crd["spec"]), want);
+            assert_eq!(to_schema(&crd, &crd, "agent").schema_name, want);
+        }
+    }
+
+    #[test]
+    fn spec_encoding_matches_upstream() {
+        for (crd, want) in [
+            (RICH_CRD, RICH_SPEC_GO_JSON),
+            (MINIMAL_CRD, MINIMAL_SPEC_GO_JSON),
+            (ODD_CRD, ODD_SPEC_GO_JSON),
+        ] {
+            assert_eq!(gojson::crd_spec_string(&parse(crd)["spec"]), want);
+        }
+    }
+
+    #[test]
+    fn only_non_structural_crds_get_the_accept_anything_schema() {
+        let mut crd = parse(NONSTRUCTURAL_CRD);
+        let with = schema_name(&crd, &crd["spec"]);
+        crd["status"]["conditions"][0]["status"] = json!("False");
+        assert_ne!(schema_name(&crd, &crd["spec"]), with);
     }
 
     #[test]
