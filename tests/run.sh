@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run calls this):
-#   1. installs prerequisites (Debian wasm toolchain, kcp from Go modules)
-#   2. builds the host and, from source, every built-in and example plugin
-#   3. runs host unit tests, runtime tests (hostile plugins), guest plugin
-#      unit tests, and end-to-end tests against a real kcp
+#   1. installs prerequisites (Debian wasm toolchain; kcp, kube-apiserver,
+#      etcd and helm built from Go modules)
+#   2. builds the host (which compiles the built-in plugins from source and
+#      embeds them) and the example plugins
+#   3. checks the Helm chart (lint, template with upstream-style values)
+#   4. runs host unit tests, runtime tests (hostile plugins), guest plugin
+#      unit tests, and end-to-end tests against a real kcp and a real
+#      kube-apiserver service cluster
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -13,20 +17,14 @@ phase() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 phase "prerequisites"
 tests/setup.sh >/dev/null
 
-phase "building the host"
+phase "building the host (built-in plugins are compiled and embedded)"
 cargo build --workspace --all-targets
-
-phase "building built-in plugins from source"
-builtins=()
-for d in plugins/*/; do
-  d=${d%/}
-  # Libraries (like the Go-template engine) are not plugins on their own.
-  grep -q 'crate-type *= *\[.*"cdylib"' "$d/Cargo.toml" 2>/dev/null && builtins+=("$d")
-done
-target/debug/syncweave plugin build "${builtins[@]}" --out target/plugins
 
 phase "building example plugins (Rust, Python, JavaScript)"
 examples/build.sh
+
+phase "Helm chart (lint, template with upstream-style values)"
+HELM="${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/helm" tests/chart/check.sh
 
 phase "host, runtime and end-to-end tests"
 cargo test --workspace --no-fail-fast

@@ -3,8 +3,14 @@
 #   - Debian's Rust with std source + wasm-ld, to build Rust plugins for wasm32
 #     (no rustup wasm target can be downloaded on our machines)
 #   - kcp, built from Go modules at the version pinned in tests/kcp/go.mod
+#   - the service cluster: kube-apiserver + kubectl (tests/kube) and etcd
+#     (tests/etcd), and helm (tests/helm), each built from Go modules
+# Every binary is cached under $SYNCWEAVE_TOOLS_DIR (default ~/.cache/syncweave)
+# by a stamp of its wrapper module, and linked there under its plain name.
 # Fast (well under a second) when everything is already present.
-# Prints the kcp binary path on the last line of stdout.
+# Prints the tools directory on the last line of stdout.
+# With --only-wasm it installs only the wasm toolchain (what `cargo build` of
+# the host needs to embed the built-in plugins).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools=${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}
@@ -28,12 +34,40 @@ if ! have_rustup_wasm; then
   fi
 fi
 
+[ "${1:-}" = "--only-wasm" ] && exit 0
+
+# --- Go-built tools ------------------------------------------------------------
+require_go() {
+  command -v go >/dev/null 2>&1 || { log "Go is required to build $1 (install golang >= 1.26)"; exit 1; }
+}
+# go_tool NAME MODULE-DIR PACKAGE [LDFLAGS]: build once per wrapper-module stamp.
+go_tool() {
+  local name=$1 dir=$repo/tests/$2 pkg=$3 ldflags=${4:-}
+  local version stamp bin start
+  stamp=$(cat "$dir"/go.mod "$dir"/go.sum "$repo/tests/gotools.sh" | sha256sum | cut -c1-12)
+  bin="$tools/$name-$stamp"
+  if [ ! -x "$bin" ]; then
+    require_go "$name"
+    log "building $name from Go modules (first time: minutes)…"
+    start=$(date +%s)
+    "$repo/tests/gotools.sh" "$dir" "$pkg" "$bin.tmp" "$ldflags" >&2
+    mv "$bin.tmp" "$bin"
+    log "$name built in $(( $(date +%s) - start ))s"
+  fi
+  ln -sf "$bin" "$tools/$name"
+}
+k8s_ldflags="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+go_tool etcd etcd go.etcd.io/etcd/server/v3
+go_tool helm helm helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=v3.22.0"
+go_tool kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
+go_tool kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
+
 # --- kcp ---------------------------------------------------------------------
 kcp_version=$(awk '/^require github.com\/kcp-dev\/kcp /{print $3}' "$repo/tests/kcp/go.mod")
 stamp=$(cat "$repo"/tests/kcp/{go.mod,go.sum,build.sh,vwf-compat.go.txt} 2>/dev/null | sha256sum | cut -c1-12)
 kcp_bin="$tools/kcp-$kcp_version-$stamp"
 if [ ! -x "$kcp_bin" ]; then
-  command -v go >/dev/null 2>&1 || { log "Go is required to build kcp (install golang >= 1.26)"; exit 1; }
+  require_go kcp
   log "building kcp $kcp_version from Go modules (first time: several minutes)…"
   start=$(date +%s)
   "$repo/tests/kcp/build.sh" "$kcp_bin.tmp" >&2
@@ -41,4 +75,4 @@ if [ ! -x "$kcp_bin" ]; then
   log "kcp built in $(( $(date +%s) - start ))s: $kcp_bin"
 fi
 ln -sf "$kcp_bin" "$tools/kcp"
-echo "$tools/kcp"
+echo "$tools"

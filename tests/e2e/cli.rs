@@ -79,3 +79,47 @@ fn go_style_booleans_and_bad_values() {
         "{err}"
     );
 }
+
+/// The built-in plugins are embedded: `plugin inspect` finds them from any
+/// directory, with no plugin directory anywhere.
+#[test]
+fn builtin_plugins_are_embedded_in_the_binary() {
+    let dir = std::env::temp_dir().join(format!("sw-builtins-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, world) in [
+        ("projection", "projector"),
+        ("naming", "namer"),
+        ("mutation", "mutator"),
+        ("renderer", "renderer"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
+            .args(["plugin", "inspect", name, "--json"])
+            .current_dir(&dir)
+            .env_remove("SYNCWEAVE_PLUGIN_DIR")
+            .env("SYNCWEAVE_CACHE_DIR", dir.join("cache"))
+            .output()
+            .expect("binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "inspect {name}: {stderr}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(doc["world"], world, "{doc}");
+        assert!(doc["digest"].as_str().unwrap().starts_with("sha256:"));
+    }
+    let (code, err) = {
+        let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
+            .args(["plugin", "inspect", "nosuchplugin"])
+            .current_dir(&dir)
+            .output()
+            .expect("binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("no built-in plugin named \"nosuchplugin\"")
+            && err.contains("mutation, naming, projection, renderer"),
+        "{err}"
+    );
+}

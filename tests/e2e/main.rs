@@ -5,6 +5,7 @@
 mod cli;
 mod init;
 mod mutation;
+mod ops;
 mod plugins;
 mod sync;
 

@@ -1,7 +1,6 @@
-//! WasmPlugins against a real kcp: a workspace stands in for the service
-//! cluster, the WasmPlugin CRD is installed there, and the controller runs
-//! in-process (`syncweave::wasmplugin::run`) with a client to that
-//! workspace, as the agent runs it.
+//! WasmPlugins on a real service cluster (kube-apiserver + etcd): the
+//! WasmPlugin CRD is installed there, and the controller runs in-process
+//! (`syncweave::wasmplugin::run`) with a client to it, as the agent runs it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -41,8 +40,8 @@ fn digest_of(bytes: &[u8]) -> String {
 /// running against it until the returned guard is dropped.
 struct Setup {
     client: Client,
-    /// Path of the workspace standing in for the service cluster.
-    service_path: String,
+    /// The service cluster; stopped when the test ends.
+    service: ServiceCluster,
     registry: WasmPluginRegistry,
     runtime: Runtime,
     cancel: CancellationToken,
@@ -55,25 +54,14 @@ impl Drop for Setup {
 }
 
 async fn setup(test: &str) -> Setup {
-    let kcp = kcp();
-    let org = kcp
-        .create_workspace("root", &unique(test))
+    let dir = std::env::temp_dir().join(unique(test));
+    let service = ServiceCluster::start(&dir)
         .await
-        .expect("org workspace");
-    let service = kcp
-        .create_workspace(&org.path, "service")
+        .expect("service cluster (kube-apiserver + etcd)");
+    let client = service.admin_client().await.unwrap();
+    apply_crds(&client, WASMPLUGIN_CRD)
         .await
-        .expect("service workspace");
-    let client = kcp.client(&service.path).await.unwrap();
-    // A fresh workspace can refuse for a moment (seen once on a busy
-    // machine); retrying keeps the test about WasmPlugins.
-    eventually("WasmPlugin CRD established", WAIT, || async {
-        apply_crds(&client, WASMPLUGIN_CRD)
-            .await
-            .map(Some)
-            .map_err(|e| format!("{e:#}"))
-    })
-    .await;
+        .expect("WasmPlugin CRD");
     let runtime = Runtime::new(RuntimeConfig {
         max_instances: 8,
         max_memory_bytes: 256 << 20,
@@ -90,7 +78,7 @@ async fn setup(test: &str) -> Setup {
     ));
     Setup {
         client,
-        service_path: service.path.clone(),
+        service,
         registry,
         runtime,
         cancel,
@@ -339,9 +327,7 @@ async fn configmap_source_becomes_ready() {
     let dir = std::env::temp_dir().join(unique("cli-configmap"));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = dir.join("service.kubeconfig");
-    kcp()
-        .write_kubeconfig(&s.service_path, &kubeconfig)
-        .unwrap();
+    s.service.write_admin_kubeconfig(&kubeconfig).unwrap();
     let (input, config) = (dir.join("object.json"), dir.join("config.json"));
     std::fs::write(
         &input,

@@ -1,8 +1,9 @@
-//! A provider / service / consumers setup, shared by the e2e tests and the demo.
+//! A provider / service cluster / consumers setup, shared by the e2e tests and the demo.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::service::ServiceCluster;
 use crate::*;
 use kube::Client;
 use serde_json::json;
@@ -18,12 +19,16 @@ pub const PR_CRD: &str =
 pub struct Env {
     pub org: Workspace,
     pub provider: Workspace,
-    pub service: Workspace,
+    /// The provider's service cluster: a real kube-apiserver of this test's own.
+    pub service: ServiceCluster,
+    /// Cluster-admin client of the service cluster, for set-up and checks.
     pub service_client: Client,
     pub dir: PathBuf,
     pub agent: Option<Agent>,
     /// The `syncweave` binary to run.
     pub binary: PathBuf,
+    /// Token of the chart's ServiceAccount on the service cluster.
+    pub agent_token: String,
 }
 
 pub const EXPORT: &str = "example.com";
@@ -31,9 +36,17 @@ pub const AGENT_NAMESPACE: &str = "syncweave";
 pub const AGENT_NAME: &str = "e2e-agent";
 
 impl Env {
-    /// Workspaces for provider and service cluster, CRDs installed, the
-    /// APIExport created and the agent running.
+    /// A provider workspace with the APIExport, a service cluster with the
+    /// CRDs and the Helm chart's RBAC, and the agent running with
+    /// least-privilege identities on both sides.
     pub async fn start(test: &str, binary: &Path) -> Env {
+        let mut env = Env::prepare(test, binary).await;
+        env.start_agent(&[]);
+        env
+    }
+
+    /// Like [`Env::start`], without starting the agent.
+    pub async fn prepare(test: &str, binary: &Path) -> Env {
         let kcp = kcp();
         let org = kcp
             .create_workspace("root", &unique(test))
@@ -43,11 +56,12 @@ impl Env {
             .create_workspace(&org.path, "provider")
             .await
             .expect("provider workspace");
-        let service = kcp
-            .create_workspace(&org.path, "service")
+        let dir = kcp.root_dir.join(org.path.replace(':', "_"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let service = ServiceCluster::start(&dir.join("service"))
             .await
-            .expect("service workspace");
-        let service_client = kcp.client(&service.path).await.unwrap();
+            .expect("service cluster (kube-apiserver + etcd)");
+        let service_client = service.admin_client().await.unwrap();
         apply_crds(&service_client, PR_CRD)
             .await
             .expect("PublishedResource CRD");
@@ -55,14 +69,25 @@ impl Env {
         apply_crds(&service_client, WASMPLUGIN_CRD)
             .await
             .expect("WasmPlugin CRD");
+        install_chart_rbac(&service_client, AGENT_NAMESPACE)
+            .await
+            .expect("the Helm chart's RBAC on the service cluster");
         let provider_client = kcp.client(&provider.path).await.unwrap();
         apply_yaml(&provider_client, APIEXPORT)
             .await
             .expect("APIExport");
-
-        let dir = kcp.root_dir.join(org.path.replace(':', "_"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut env = Env {
+        grant_kcp_agent_rbac(&provider_client, AGENT_KCP_USER)
+            .await
+            .expect("the agent's kcp RBAC");
+        service
+            .write_admin_kubeconfig(&dir.join("service-admin.kubeconfig"))
+            .unwrap();
+        let agent_token = service
+            .service_account_token(AGENT_NAMESPACE, CHART_SERVICE_ACCOUNT, 24)
+            .await
+            .expect("a token for the chart's ServiceAccount");
+        Env {
+            agent_token,
             org,
             provider,
             service,
@@ -70,17 +95,25 @@ impl Env {
             dir,
             agent: None,
             binary: binary.to_path_buf(),
-        };
-        env.start_agent(&[]);
-        env
+        }
     }
 
+    /// Run the agent as the chart's ServiceAccount on the service cluster and
+    /// as [`AGENT_KCP_USER`] in kcp.
     pub fn start_agent(&mut self, extra: &[&str]) {
+        self.start_agent_as(AGENT_KCP_TOKEN, extra)
+    }
+
+    /// Run the agent with the kcp identity of `kcp_token` (see [`crate::kcp`]).
+    pub fn start_agent_as(&mut self, kcp_token: &str, extra: &[&str]) {
         let kcp = kcp();
         let kcp_kc = self.dir.join("kcp.kubeconfig");
         let svc_kc = self.dir.join("service.kubeconfig");
-        kcp.write_kubeconfig(&self.provider.path, &kcp_kc).unwrap();
-        kcp.write_kubeconfig(&self.service.path, &svc_kc).unwrap();
+        kcp.write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
+            .unwrap();
+        self.service
+            .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
+            .unwrap();
         let mut args: Vec<String> = [
             "sync",
             "--kcp-kubeconfig",
@@ -164,4 +197,84 @@ impl Env {
         .await;
         (ws, client)
     }
+}
+
+/// The ServiceAccount the Helm chart creates for a release named `syncweave`.
+pub const CHART_SERVICE_ACCOUNT: &str = "syncweave";
+
+/// Apply the ServiceAccount and RBAC that `helm template` renders from
+/// `charts/syncweave` (values: `tests/chart/upstream-values.yaml`, as an
+/// upstream user writes them, plus `e2e-values.yaml` naming the CronTab API),
+/// so the agent runs with exactly the chart's permissions.
+pub async fn install_chart_rbac(client: &Client, namespace: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    apply(
+        client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+    )
+    .await?;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let helm = crate::kcp::tools_dir().join("helm");
+    let out = std::process::Command::new(&helm)
+        .args(["template", "syncweave"])
+        .arg(repo.join("charts/syncweave"))
+        .args(["--namespace", namespace, "--values"])
+        .arg(repo.join("tests/chart/upstream-values.yaml"))
+        .arg("--values")
+        .arg(repo.join("tests/chart/e2e-values.yaml"))
+        .output()
+        .with_context(|| format!("running {} (tests/setup.sh builds it)", helm.display()))?;
+    anyhow::ensure!(
+        out.status.success(),
+        "helm template failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rendered = String::from_utf8(out.stdout)?;
+    let mut wanted = String::new();
+    for doc in rendered.split("\n---") {
+        let kind = doc
+            .lines()
+            .find_map(|l| l.strip_prefix("kind:"))
+            .map(str::trim)
+            .unwrap_or_default();
+        if matches!(
+            kind,
+            "ServiceAccount" | "ClusterRole" | "ClusterRoleBinding" | "Role" | "RoleBinding"
+        ) {
+            wanted.push_str("---\n");
+            wanted.push_str(doc.trim_start_matches('\n'));
+            wanted.push('\n');
+        }
+    }
+    anyhow::ensure!(
+        wanted.contains("kind: ServiceAccount"),
+        "the chart rendered no ServiceAccount"
+    );
+    apply_yaml(client, &wanted).await?;
+    Ok(())
+}
+
+/// What the sync agent needs in the workspace of its APIExport, exactly as
+/// docs/rbac.md lists it.
+pub const KCP_AGENT_RBAC: &str = include_str!("../../docs/rbac/kcp-sync.yaml");
+
+/// [`KCP_AGENT_RBAC`] for `user` and the e2e export.
+pub fn kcp_agent_rbac_for(user: &str) -> String {
+    KCP_AGENT_RBAC
+        .replace(
+            "kind: User\n    name: syncweave-sync\n",
+            &format!("kind: User\n    name: {user}\n"),
+        )
+        .replace("\"my-api\"", &format!("\"{EXPORT}\""))
+}
+
+/// Grant `user` the agent's kcp permissions in the provider workspace.
+pub async fn grant_kcp_agent_rbac(client: &Client, user: &str) -> anyhow::Result<()> {
+    let yaml = kcp_agent_rbac_for(user);
+    anyhow::ensure!(
+        yaml.contains(user),
+        "docs/rbac/kcp-sync.yaml no longer names User syncweave-sync"
+    );
+    apply_yaml(client, &yaml).await?;
+    Ok(())
 }

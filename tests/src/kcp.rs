@@ -32,6 +32,14 @@ pub struct Workspace {
     pub cluster: String,
 }
 
+/// The kcp user the sync agent runs as in e2e tests: it holds only what
+/// docs/rbac.md lists (granted per workspace by the harness).
+pub const AGENT_KCP_USER: &str = "syncweave-agent";
+pub const AGENT_KCP_TOKEN: &str = "syncweave-agent-token";
+/// A second kcp user, for tests that grant less than the agent needs.
+pub const LIMITED_KCP_USER: &str = "syncweave-limited";
+pub const LIMITED_KCP_TOKEN: &str = "syncweave-limited-token";
+
 static KCP: OnceLock<Result<Kcp, String>> = OnceLock::new();
 
 /// The shared kcp of this test process, started on first use. Panics with
@@ -58,17 +66,22 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where `tests/setup.sh` puts the binaries it builds ($SYNCWEAVE_TOOLS_DIR,
+/// default `~/.cache/syncweave`).
+pub fn tools_dir() -> PathBuf {
+    std::env::var("SYNCWEAVE_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/syncweave")
+        })
+}
+
 /// Where `tests/setup.sh` put kcp, or $SYNCWEAVE_KCP_BIN.
 pub fn kcp_binary() -> Result<PathBuf> {
     if let Ok(p) = std::env::var("SYNCWEAVE_KCP_BIN") {
         return Ok(PathBuf::from(p));
     }
-    let tools = std::env::var("SYNCWEAVE_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(std::env::var("HOME").unwrap_or("/root".into())).join(".cache/syncweave")
-        });
-    let bin = tools.join("kcp");
+    let bin = tools_dir().join("kcp");
     if !bin.exists() {
         bail!(
             "kcp binary not found at {} (run tests/setup.sh, or set SYNCWEAVE_KCP_BIN)",
@@ -78,7 +91,7 @@ pub fn kcp_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -92,6 +105,14 @@ fn start() -> Result<Kcp> {
     let (port, etcd_client, etcd_peer) = (free_port()?, free_port()?, free_port()?);
     let log_file = root_dir.join("kcp.log");
     let log = std::fs::File::create(&log_file)?;
+    let tokens = root_dir.join("tokens.csv");
+    std::fs::write(
+        &tokens,
+        format!(
+            "{AGENT_KCP_TOKEN},{AGENT_KCP_USER},{AGENT_KCP_USER}-uid,\"\"\n\
+             {LIMITED_KCP_TOKEN},{LIMITED_KCP_USER},{LIMITED_KCP_USER}-uid,\"\"\n"
+        ),
+    )?;
 
     let mut cmd = Command::new(&bin);
     cmd.args(["start", "--bind-address", "127.0.0.1"])
@@ -100,6 +121,8 @@ fn start() -> Result<Kcp> {
         .arg(format!("--secure-port={port}"))
         .arg(format!("--embedded-etcd-client-port={etcd_client}"))
         .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
+        .arg("--token-auth-file")
+        .arg(&tokens)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -242,6 +265,42 @@ impl Kcp {
         for c in &mut kc.clusters {
             if let Some(cluster) = c.cluster.as_mut() {
                 cluster.server = Some(server.clone());
+            }
+        }
+        kc.current_context = Some("root".into());
+        let yaml = serde_yaml_ng::to_string(&kc)?;
+        std::fs::File::create(path)?.write_all(yaml.as_bytes())?;
+        Ok(())
+    }
+
+    /// Write a kubeconfig whose server points at `workspace` and whose user
+    /// authenticates with `token` (one of the users in kcp's token file).
+    pub fn write_kubeconfig_with_token(
+        &self,
+        workspace: &str,
+        token: &str,
+        path: &Path,
+    ) -> Result<()> {
+        let mut kc = self.admin_kubeconfig.clone();
+        let server = format!("{}/clusters/{workspace}", self.base_url);
+        for c in &mut kc.clusters {
+            if let Some(cluster) = c.cluster.as_mut() {
+                cluster.server = Some(server.clone());
+            }
+        }
+        let user = kc
+            .contexts
+            .iter()
+            .find(|c| c.name == "root")
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.user.clone())
+            .context("admin kubeconfig has no context root")?;
+        for u in &mut kc.auth_infos {
+            if u.name == user {
+                u.auth_info = Some(kube::config::AuthInfo {
+                    token: Some(token.to_string().into()),
+                    ..Default::default()
+                });
             }
         }
         kc.current_context = Some("root".into());

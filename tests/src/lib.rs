@@ -1,7 +1,7 @@
-//! End-to-end harness: a real kcp started from the binary that
-//! `tests/setup.sh` builds, kcp workspaces standing in for the provider,
-//! consumers and the service cluster, and the `syncweave` binary run as a
-//! real process against them.
+//! End-to-end harness: a real kcp and a real kube-apiserver + etcd (the
+//! provider's service cluster), started from the binaries `tests/setup.sh`
+//! builds; kcp workspaces for the provider and consumers; and the `syncweave`
+//! binary run as a real process against them, with least-privilege identities.
 //!
 //! One kcp serves a whole test binary (it takes tens of seconds to start on
 //! two cores); each test isolates itself in its own workspaces.
@@ -10,11 +10,15 @@ pub mod agent;
 pub mod env;
 pub mod kcp;
 pub mod resources;
+pub mod service;
 
 pub use self::env::Env;
 pub use agent::Agent;
-pub use kcp::{Kcp, Workspace, kcp};
+pub use kcp::{
+    AGENT_KCP_TOKEN, AGENT_KCP_USER, Kcp, LIMITED_KCP_TOKEN, LIMITED_KCP_USER, Workspace, kcp,
+};
 pub use resources::*;
+pub use service::ServiceCluster;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

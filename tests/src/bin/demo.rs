@@ -1,7 +1,8 @@
-//! `examples/demo.sh` runs this: a local kcp, a provider, a service cluster
-//! (a kcp workspace standing in for it) and a consumer; syncweave publishes
-//! the CronTab API, a consumer creates a CronTab, and we watch it go down to
-//! the service cluster and its status come back up.
+//! `examples/demo.sh` runs this: a local kcp with a provider and a consumer
+//! workspace, and a real Kubernetes API server (kube-apiserver + etcd) as the
+//! provider's service cluster; syncweave publishes the CronTab API, a consumer
+//! creates a CronTab, and we watch it go down to the service cluster and its
+//! status come back up.
 //!
 //! Pass `--keep` to leave everything running until Ctrl-C.
 
@@ -21,8 +22,49 @@ fn ok(msg: &str) {
     println!("    ✓ {msg}");
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The agent's log, once it runs: on failure the demo prints its last error.
+static AGENT_LOG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The last error or warning the agent logged, on one line.
+fn agent_last_error() -> Option<String> {
+    let text = std::fs::read_to_string(AGENT_LOG.get()?).ok()?;
+    text.lines()
+        .rev()
+        .find(|l| l.contains("ERROR") || l.contains("WARN"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("\ndemo failed: {msg}");
+    match agent_last_error() {
+        Some(line) => eprintln!("agent's last error: {line}"),
+        None if AGENT_LOG.get().is_some() => eprintln!("the agent logged no error"),
+        None => {}
+    }
+    if let Some(log) = AGENT_LOG.get() {
+        eprintln!("agent log: {}", log.display());
+    }
+    std::process::exit(1);
+}
+
+fn main() {
+    // A failed wait panics inside the harness; show one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("panic");
+        fail(msg);
+    }));
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    if let Err(e) = rt.block_on(demo()) {
+        fail(&format!("{e:#}"));
+    }
+}
+
+async fn demo() -> anyhow::Result<()> {
     let keep = std::env::args().any(|a| a == "--keep");
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -46,16 +88,21 @@ async fn main() -> anyhow::Result<()> {
         kcp.log_file.display()
     ));
 
-    step("Creating workspaces: provider (APIExport), service (stands in for the service cluster)");
-    let env = Env::start("demo", &binary).await;
-    ok(&format!("provider: {}", env.provider.path));
-    ok(&format!("service:  {}", env.service.path));
+    step(
+        "Starting the service cluster (kube-apiserver + etcd) and creating the provider workspace",
+    );
+    let mut env = Env::prepare("demo", &binary).await;
+    ok(&format!("provider workspace: {}", env.provider.path));
+    ok(&format!("service cluster:    {}", env.service.url));
     ok(&format!(
-        "CronTab CRD and PublishedResource CRD installed on the service cluster; APIExport {EXPORT} in the provider"
+        "CronTab CRD, PublishedResource CRD and the Helm chart's RBAC installed on the service cluster; APIExport {EXPORT} in the provider"
     ));
+    env.start_agent(&[]);
+    let log = env.agent.as_ref().unwrap().log_file.clone();
+    let _ = AGENT_LOG.set(log.clone());
     ok(&format!(
-        "syncweave sync is running (log: {})",
-        env.agent.as_ref().unwrap().log_file.display()
+        "syncweave sync is running as the chart's ServiceAccount and a least-privilege kcp user (log: {})",
+        log.display()
     ));
 
     step("Publishing the CronTab API (PublishedResource publish-crontabs)");
@@ -142,9 +189,9 @@ async fn main() -> anyhow::Result<()> {
     println!("\nDemo complete in {:.0?}.", started.elapsed());
     if keep {
         println!(
-            "kubeconfigs: {}/kcp.kubeconfig (provider), {}/service.kubeconfig (service). Ctrl-C to stop.",
-            env.dir.display(),
-            env.dir.display()
+            "kubeconfigs: {dir}/kcp.kubeconfig (provider, the agent's identity), \
+             {dir}/service-admin.kubeconfig (service cluster, admin). Ctrl-C to stop.",
+            dir = env.dir.display(),
         );
         tokio::signal::ctrl_c().await?;
     }
