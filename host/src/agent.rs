@@ -8,12 +8,23 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::cli::{InitOptions, SyncOptions};
+use crate::health::{self, Health};
 use crate::kcp::KcpContext;
 use crate::plugins::PluginHost;
 use crate::publish::{PublishConfig, Publisher};
 use crate::{kubeconfig, serve};
 
+/// Readiness checks of the sync role (see [`crate::health`]).
+pub const CHECK_KCP: &str = "kcp";
+pub const CHECK_SERVICE: &str = "service-cluster";
+pub const CHECK_SYNC: &str = "sync";
+pub const CHECK_INIT: &str = "init";
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
+    let cancel = CancellationToken::new();
+    let health = Health::new(&[CHECK_KCP, CHECK_SERVICE], &[CHECK_SYNC]);
+    let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
     let kcp_cfg = kubeconfig::load_kcp(
         &opts.kcp_kubeconfig,
         opts.host_override.as_deref(),
@@ -23,7 +34,32 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let service_cfg = kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await?;
     let service =
         Client::try_from(service_cfg).context("--kubeconfig: building service-cluster client")?;
-    let kcp = resolve_kcp(kcp_cfg, &opts.endpoint_slice).await?;
+    health::spawn_probe(
+        health.clone(),
+        CHECK_SERVICE,
+        PROBE_EVERY,
+        cancel.clone(),
+        {
+            let service = service.clone();
+            move || health::apiserver_answers(service.clone())
+        },
+    );
+    let kcp = tokio::select! {
+        k = resolve_kcp(kcp_cfg, &opts.endpoint_slice, &health) => k?,
+        _ = shutdown_signal(cancel.clone()) => return Ok(()),
+    };
+    health::spawn_probe(health.clone(), CHECK_KCP, PROBE_EVERY, cancel.clone(), {
+        let kcp = kcp.clone();
+        move || {
+            let kcp = kcp.clone();
+            async move {
+                kcp.endpoint_urls()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        }
+    });
     info!(
         agent = %opts.agent_name,
         export = %kcp.export_name,
@@ -45,8 +81,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let plugins = PluginHost::new(runtime.clone(), resolver);
     info!(builtins = ?plugins.runtime().builtin_names(), "plugin runtime ready");
 
-    let cancel = CancellationToken::new();
-    let servers = serve::start(&opts.common, cancel.clone()).await?;
+    health.set_standby(opts.common.enable_leader_election);
     let lease = crate::leader::acquire_if_enabled(
         opts.common.enable_leader_election,
         &service,
@@ -55,6 +90,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         cancel.clone(),
     )
     .await?;
+    health.set_standby(false);
 
     let wasmplugins = tokio::spawn({
         let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
@@ -76,6 +112,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         kcp,
         service,
         plugins,
+        health.clone(),
     );
     let run = tokio::spawn(publisher.run(cancel.clone()));
     shutdown_signal(cancel.clone()).await;
@@ -91,34 +128,48 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
 /// Resolve the endpoint slice, waiting while it or its APIExport does not
 /// exist yet: kcp creates the slice asynchronously after the APIExport, and
 /// in a fresh installation the agent often starts first.
-async fn resolve_kcp(cfg: kube::Config, slice: &str) -> anyhow::Result<KcpContext> {
+async fn resolve_kcp(
+    cfg: kube::Config,
+    slice: &str,
+    health: &Health,
+) -> anyhow::Result<KcpContext> {
     let mut delay = std::time::Duration::from_millis(500);
     loop {
         match KcpContext::resolve(cfg.clone(), slice).await {
-            Ok(k) => return Ok(k),
+            Ok(k) => {
+                health.ok(CHECK_KCP);
+                return Ok(k);
+            }
             Err(
                 e @ (crate::kcp::KcpError::SliceNotFound { .. }
                 | crate::kcp::KcpError::ExportNotFound { .. }),
             ) => {
-                tracing::warn!(error = %e, "waiting for kcp objects");
+                health.fail(CHECK_KCP, e.to_string());
+                tracing::warn!(error = %e, retry_in = ?delay, "waiting for kcp objects");
             }
             Err(crate::kcp::KcpError::Kube {
                 what,
                 source: kube::Error::Api(s),
             }) if s.code == 401 || s.code == 403 => {
                 anyhow::bail!(
-                    "--kcp-kubeconfig: {what}: access denied ({}); grant the agent's user access to the workspace",
+                    "--kcp-kubeconfig: {what}: access denied ({}); grant the agent's user the sync role's kcp permissions listed in docs/rbac.md",
                     s.message
                 );
             }
-            Err(e) => tracing::warn!(error = %e, "cannot reach kcp yet; retrying"),
+            Err(e) => {
+                health.fail(CHECK_KCP, e.to_string());
+                tracing::warn!(error = %e, retry_in = ?delay, "cannot reach kcp yet; retrying");
+            }
         }
         tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+        delay = (delay * 2).min(std::time::Duration::from_secs(30));
     }
 }
 
 pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
+    let cancel = CancellationToken::new();
+    let health = Health::new(&[CHECK_KCP], &[CHECK_INIT]);
+    let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
     // For this role --kubeconfig points at kcp; any /clusters/<x> in its
     // server URL is dropped, as upstream does.
     let kcp_cfg = match kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await {
@@ -150,20 +201,31 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         builtins = ?runtime.builtin_names(),
         "connected to kcp"
     );
-
-    let cancel = CancellationToken::new();
-    let servers = serve::start(&opts.common, cancel.clone()).await?;
-    // The Lease lives in the config workspace's `default` namespace, named
-    // after the config workspace so that agents serving different config
-    // workspaces elect independently.
+    health::spawn_probe(health.clone(), CHECK_KCP, PROBE_EVERY, cancel.clone(), {
+        let client = config_client.clone();
+        move || health::apiserver_answers(client.clone())
+    });
+    health.set_standby(opts.common.enable_leader_election);
+    // The Lease lives in the config workspace (namespace `default` unless
+    // --leader-election-namespace says otherwise), named after the config
+    // workspace so that agents serving different config workspaces elect
+    // independently.
     let lease = crate::leader::acquire_if_enabled(
         opts.common.enable_leader_election,
         &config_client,
-        "default",
+        &opts.leader_election_namespace,
         &crate::init::lease_name(&opts.config_workspace),
         cancel.clone(),
     )
     .await?;
+    health.set_standby(false);
+    health::spawn_probe(health.clone(), CHECK_INIT, PROBE_EVERY, cancel.clone(), {
+        let agent = agent.clone_probe();
+        move || {
+            let agent = agent.clone();
+            async move { agent.can_list_targets().await }
+        }
+    });
     let run = tokio::spawn(agent.run(cancel.clone()));
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");

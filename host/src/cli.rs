@@ -131,6 +131,11 @@ pub struct InitArgs {
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub init_target_selector: String,
 
+    /// Namespace in the config workspace for the leader-election Lease
+    /// (upstream's Helm chart passes it).
+    #[arg(long, value_name = "NAMESPACE", default_value = "default")]
+    pub leader_election_namespace: String,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -270,6 +275,7 @@ impl SyncArgs {
 pub struct InitOptions {
     pub config_workspace: String,
     pub selector: String,
+    pub leader_election_namespace: String,
     pub common: CommonArgs,
 }
 
@@ -292,9 +298,16 @@ impl InitArgs {
                 ),
             ));
         }
+        if self.leader_election_namespace.is_empty() {
+            return Err(flag_err(
+                "--leader-election-namespace",
+                "must not be empty (a namespace in the config workspace; default \"default\")",
+            ));
+        }
         Ok(InitOptions {
             config_workspace,
             selector: self.init_target_selector,
+            leader_election_namespace: self.leader_election_namespace,
             common: self.common,
         })
     }

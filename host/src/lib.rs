@@ -7,7 +7,9 @@
 
 pub mod agent;
 pub mod apis;
+pub mod backoff;
 pub mod cli;
+pub mod health;
 pub mod init;
 pub mod kcp;
 pub mod kubeconfig;

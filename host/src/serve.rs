@@ -2,6 +2,7 @@
 //! endpoints. Both are tiny plain-text HTTP/1.1 servers: a full web framework
 //! would be a large dependency for three read-only paths.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use anyhow::Context;
@@ -11,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::cli::CommonArgs;
+use crate::health::Health;
 
 /// Process-wide metrics.
 pub struct Metrics {
@@ -52,31 +54,38 @@ impl Drop for Servers {
     }
 }
 
-pub async fn start(common: &CommonArgs, cancel: CancellationToken) -> anyhow::Result<Servers> {
+/// Start the metrics and health servers. Call this first thing, so that
+/// `/healthz` answers while the agent is still connecting.
+pub async fn start(
+    common: &CommonArgs,
+    health: Arc<Health>,
+    cancel: CancellationToken,
+) -> anyhow::Result<Servers> {
     let own = cancel.child_token();
     if let Some(addr) = common.metrics_address.0 {
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("--metrics-address {addr}: cannot listen"))?;
         info!(%addr, "serving metrics on /metrics");
-        tokio::spawn(serve(l, own.clone()));
+        tokio::spawn(serve(l, health.clone(), own.clone()));
     }
     if let Some(addr) = common.health_address.0 {
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("--health-address {addr}: cannot listen"))?;
         info!(%addr, "serving /healthz and /readyz");
-        tokio::spawn(serve(l, own.clone()));
+        tokio::spawn(serve(l, health, own.clone()));
     }
     Ok(Servers { cancel: own })
 }
 
-async fn serve(listener: TcpListener, cancel: CancellationToken) {
+async fn serve(listener: TcpListener, health: Arc<Health>, cancel: CancellationToken) {
     loop {
         let (mut sock, _) = tokio::select! {
             r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
             _ = cancel.cancelled() => return,
         };
+        let health = health.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 2048];
             let n =
@@ -90,7 +99,11 @@ async fn serve(listener: TcpListener, cancel: CancellationToken) {
             let path = req.split_whitespace().nth(1).unwrap_or("/");
             let (status, body) = match path.split('?').next().unwrap_or("/") {
                 "/metrics" => ("200 OK", render_metrics()),
-                "/healthz" | "/readyz" | "/livez" => ("200 OK", "ok\n".to_string()),
+                "/healthz" | "/livez" => ("200 OK", "ok\n".to_string()),
+                "/readyz" => match health.readiness() {
+                    (true, report) => ("200 OK", report),
+                    (false, report) => ("503 Service Unavailable", report),
+                },
                 _ => ("404 Not Found", "not found\n".to_string()),
             };
             let resp = format!(

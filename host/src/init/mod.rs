@@ -229,6 +229,13 @@ impl InitAgent {
         }
     }
 
+    /// A cheap handle for readiness probes.
+    pub fn clone_probe(&self) -> InitProbe {
+        InitProbe {
+            client: self.shared.config_client.clone(),
+        }
+    }
+
     /// Run until `cancel` fires.
     pub async fn run(mut self, cancel: CancellationToken) {
         let targets_changed = Arc::new(Notify::new());
@@ -418,5 +425,21 @@ mod tests {
         );
         assert_eq!(inittemplate_resource().plural, "inittemplates");
         assert_eq!(workspacetype_resource().group, "tenancy.kcp.io");
+    }
+}
+
+/// Checks that the agent can still read its InitTargets (for `/readyz`).
+#[derive(Clone)]
+pub struct InitProbe {
+    client: kube::Client,
+}
+
+impl InitProbe {
+    pub async fn can_list_targets(&self) -> Result<(), String> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &inittarget_resource());
+        api.list(&ListParams::default().limit(1))
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("cannot list InitTargets: {e}"))
     }
 }

@@ -116,9 +116,11 @@ async fn watch_loop<F>(
     F: Fn(DynamicObject) -> Option<ObjectKey>,
 {
     let mut stream = watcher(api, cfg).boxed();
+    let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
     loop {
         match stream.try_next().await {
             Ok(Some(ev)) => {
+                backoff.reset();
                 let objs: Vec<DynamicObject> = match ev {
                     watcher::Event::Apply(o)
                     | watcher::Event::Delete(o)
@@ -134,8 +136,9 @@ async fn watch_loop<F>(
             }
             Ok(None) => return,
             Err(e) => {
-                warn!(side, error = %e, "watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                let retry_in = backoff.next_delay();
+                warn!(side, error = %e, ?retry_in, "watch failed; retrying");
+                tokio::time::sleep(retry_in).await;
             }
         }
     }

@@ -1,0 +1,183 @@
+//! Running the agent as a provider would: health endpoints that mean
+//! something, and least-privilege identities whose missing permissions are
+//! reported clearly.
+
+use std::time::Duration;
+
+use syncweave_tests::env::*;
+use syncweave_tests::*;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:port: (status code, body).
+async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not HTTP: {out}"))?;
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    Ok((code, body))
+}
+
+async fn wait_readyz(port: u16, want: u16, containing: &str) -> String {
+    eventually(
+        &format!("/readyz {want} with {containing:?}"),
+        WAIT,
+        || async {
+            let (code, body) = http_get(port, "/readyz").await?;
+            if code == want && body.contains(containing) {
+                Ok(Some(body))
+            } else {
+                Err(format!("{code}: {body}"))
+            }
+        },
+    )
+    .await
+}
+
+/// `/healthz` answers from the start, before kcp is usable; `/readyz` turns
+/// ready only once the agent has synced, and goes unready while the service
+/// cluster does not answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn health_reflects_connectivity_and_sync() {
+    let mut env = Env::prepare("health", crate::binary()).await;
+    let health = free_port();
+    let health_flag = format!("--health-address=127.0.0.1:{health}");
+
+    // No APIExport (and so no endpoint slice) yet, as in a fresh installation
+    // where the agent starts first: it keeps waiting for kcp.
+    let provider = kcp().client(&env.provider.path).await.unwrap();
+    for (kind, plural) in [
+        ("APIExport", "apiexports"),
+        ("APIExportEndpointSlice", "apiexportendpointslices"),
+    ] {
+        let api = dynamic_api(
+            &provider,
+            &gvk("apis.kcp.io", "v1alpha1", kind),
+            plural,
+            None,
+        );
+        let _ = api.delete(EXPORT, &Default::default()).await;
+        eventually(&format!("{kind} gone"), WAIT, || async {
+            Ok(get_opt(&api, EXPORT).await?.is_none().then_some(()))
+        })
+        .await;
+    }
+    env.start_agent(&[&health_flag]);
+    let (code, body) = eventually("/healthz while kcp is not usable", WAIT, || async {
+        http_get(health, "/healthz").await.map(Some)
+    })
+    .await;
+    assert_eq!((code, body.trim()), (200, "ok"));
+    let body = wait_readyz(health, 503, "[-]kcp failed").await;
+    assert!(body.contains(EXPORT), "{body}");
+    assert!(env.agent.as_ref().unwrap().is_running());
+
+    // The export appears: ready once the first publishing pass went through.
+    apply_yaml(&provider, APIEXPORT).await.expect("APIExport");
+    env.publish().await;
+    let body = wait_readyz(health, 200, "[+]sync ok").await;
+    assert!(
+        body.contains("[+]kcp ok") && body.contains("[+]service-cluster ok"),
+        "{body}"
+    );
+
+    // The service cluster stops answering: unready, then ready again.
+    env.service.pause();
+    let body = wait_readyz(health, 503, "[-]service-cluster failed").await;
+    env.service.resume();
+    assert!(!body.contains("[-]kcp"), "{body}");
+    wait_readyz(health, 200, "[+]service-cluster ok").await;
+    let (code, _) = http_get(health, "/healthz").await.unwrap();
+    assert_eq!(code, 200);
+}
+
+/// A kcp identity without one of the permissions docs/rbac.md lists (here:
+/// creating APIResourceSchemas) gets a condition on the PublishedResource
+/// that names what was refused and where the fix is documented.
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_kcp_permission_is_reported_clearly() {
+    let mut env = Env::prepare("perm", crate::binary()).await;
+    let provider = kcp().client(&env.provider.path).await.unwrap();
+    // The documented RBAC minus the apiresourceschemas rule.
+    let mut rbac = String::new();
+    let mut skip = false;
+    for line in kcp_agent_rbac_for(LIMITED_KCP_USER).lines() {
+        if line.trim_start().starts_with("- apiGroups:") || line.trim_start().starts_with('#') {
+            skip = false;
+        }
+        if line.contains("resources: [\"apiresourceschemas\"]") {
+            skip = true;
+            // Drop the apiGroups line already written for this rule.
+            let cut = rbac.trim_end_matches('\n').rfind('\n').unwrap();
+            rbac.truncate(cut + 1);
+        }
+        if !skip {
+            rbac.push_str(line);
+            rbac.push('\n');
+        }
+    }
+    assert!(!rbac.contains("apiresourceschemas"), "{rbac}");
+    assert!(rbac.contains("apiexports/content"), "{rbac}");
+    // Role names of their own, so the agent user's grants stay as they are.
+    let rbac = rbac.replace("syncweave-sync-", "syncweave-limited-");
+    apply_yaml(&provider, &rbac).await.expect("limited RBAC");
+
+    env.start_agent_as(LIMITED_KCP_TOKEN, &[]);
+    env.publish().await;
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    let message = eventually(
+        "the PublishedResource to report the refusal",
+        WAIT,
+        || async {
+            let pr = get_opt(&prs, "publish-crontabs").await?;
+            let Some(pr) = pr else { return Ok(None) };
+            let cond = pr.data["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                .cloned();
+            Ok(cond
+                .filter(|c| c["status"] == "False" && c["reason"] == "SchemaNotPublished")
+                .and_then(|c| c["message"].as_str().map(str::to_string)))
+        },
+    )
+    .await;
+    assert!(message.contains("apiresourceschemas"), "{message}");
+    assert!(message.contains(LIMITED_KCP_USER), "{message}");
+    assert!(message.contains("docs/rbac.md"), "{message}");
+
+    // Granting the documented RBAC fixes it without a restart.
+    grant_kcp_agent_rbac(&provider, LIMITED_KCP_USER)
+        .await
+        .unwrap();
+    eventually("the schema to be published once granted", WAIT, || async {
+        let pr = get_opt(&prs, "publish-crontabs").await?;
+        Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
+    })
+    .await;
+}
