@@ -370,8 +370,13 @@ async fn metrics_health_and_leader_election() {
     })
     .await;
     assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");
-    let readyz = get(health, "/readyz").await.unwrap();
-    assert!(readyz.starts_with("HTTP/1.1 200"), "{readyz}");
+    // Ready once it leads and its first publishing pass went through.
+    let readyz = eventually("/readyz 200", WAIT, || async {
+        let r = get(health, "/readyz").await?;
+        Ok(r.starts_with("HTTP/1.1 200").then_some(r))
+    })
+    .await;
+    assert!(readyz.contains("[+]sync ok"), "{readyz}");
     eventually("published resource gauge = 1", WAIT, || async {
         let m = get(metrics, "/metrics").await?;
         Ok(m.lines()
@@ -379,4 +384,118 @@ async fn metrics_health_and_leader_election() {
             .then_some(()))
     })
     .await;
+}
+
+/// `spec.filter.namespace` keeps tenants apart: only objects whose kcp
+/// Namespace matches the selector are synced; an object in an excluded
+/// namespace is never copied. The export gains the `namespaces` claim the
+/// agent needs to read consumers' Namespaces.
+#[tokio::test(flavor = "multi_thread")]
+async fn namespace_filter_excludes_other_namespaces() {
+    let env = Env::start("nsfilter", crate::binary()).await;
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  filter:\n    namespace:\n      matchLabels: {{tenant: allowed}}\n"
+    ))
+    .await;
+    let provider = kcp().client(&env.provider.path).await.unwrap();
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    eventually(
+        "the namespaces permission claim on the export",
+        WAIT,
+        || async {
+            let e = get_opt(&exports, EXPORT).await?;
+            Ok(e.filter(|e| {
+                e.data["spec"]["permissionClaims"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["resource"] == "namespaces"))
+            }))
+        },
+    )
+    .await;
+
+    let (consumer, client) = env
+        .consumer_accepting("consumer", &["events", "namespaces"])
+        .await;
+    for (ns, labels) in [
+        ("excluded", json!({})),
+        ("allowed", json!({"tenant": "allowed"})),
+    ] {
+        apply(
+            &client,
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}),
+        )
+        .await
+        .unwrap();
+        let mut obj = crontab(&format!("in-{ns}"), "img");
+        obj["metadata"]["namespace"] = json!(ns);
+        let api = dynamic_api(
+            &client,
+            &gvk("example.com", "v1", "CronTab"),
+            "crontabs",
+            Some(ns),
+        );
+        eventually(&format!("creating a CronTab in {ns}"), WAIT, || async {
+            api.create(
+                &PostParams::default(),
+                &serde_json::from_value(obj.clone()).unwrap(),
+            )
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string())
+        })
+        .await;
+    }
+
+    let copies = service_crontabs(&env, &consumer.cluster);
+    let allowed = wait_for_copy(
+        &copies,
+        &format!("{}-{}", sha3short("allowed"), sha3short("in-allowed")),
+        "the copy of the object in the allowed namespace",
+    )
+    .await;
+    assert_eq!(
+        allowed.metadata.annotations.unwrap()["syncagent.kcp.io/remote-object-namespace"],
+        "allowed"
+    );
+    // The excluded object has had every chance: the allowed one (created
+    // after it) is through, and another pass of the queue follows.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let all = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        None,
+    )
+    .list(&Default::default())
+    .await
+    .unwrap();
+    let names: Vec<_> = all
+        .items
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "only the allowed object is copied: {names:?}"
+    );
+    // And it carries no finalizer of ours: the agent never accepted it.
+    let excluded = get_opt(
+        &dynamic_api(
+            &client,
+            &gvk("example.com", "v1", "CronTab"),
+            "crontabs",
+            Some("excluded"),
+        ),
+        "in-excluded",
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(excluded.metadata.finalizers.unwrap_or_default().is_empty());
 }

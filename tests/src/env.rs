@@ -157,6 +157,12 @@ impl Env {
 
     /// A consumer workspace bound to the export, with CronTabs served.
     pub async fn consumer(&self, name: &str) -> (Workspace, Client) {
+        self.consumer_accepting(name, &["events"]).await
+    }
+
+    /// Like [`Env::consumer`], accepting the export's permission claims on
+    /// these core resources.
+    pub async fn consumer_accepting(&self, name: &str, claims: &[&str]) -> (Workspace, Client) {
         let kcp = kcp();
         let ws = kcp
             .create_workspace(&self.org.path, name)
@@ -171,7 +177,10 @@ impl Env {
                 "metadata": {"name": EXPORT},
                 "spec": {
                     "reference": {"export": {"path": self.provider.path, "name": EXPORT}},
-                    "permissionClaims": [{"group": "", "resource": "events", "all": true, "state": "Accepted"}],
+                    "permissionClaims": claims
+                        .iter()
+                        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+                        .collect::<Vec<_>>(),
                 },
             }),
         )

@@ -27,6 +27,8 @@ use tracing::{info, warn};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
+use crate::backoff::Backoff;
+use crate::health::Health;
 use crate::kcp::KcpContext;
 use crate::plugins::PluginHost;
 use crate::selector::Selector;
@@ -52,11 +54,19 @@ pub struct Publisher {
     plugins: PluginHost,
     running: HashMap<String, Running>,
     events: Recorder,
+    health: Arc<Health>,
 }
 
 impl Publisher {
-    pub fn new(cfg: PublishConfig, kcp: KcpContext, service: Client, plugins: PluginHost) -> Self {
+    pub fn new(
+        cfg: PublishConfig,
+        kcp: KcpContext,
+        service: Client,
+        plugins: PluginHost,
+        health: Arc<Health>,
+    ) -> Self {
         Publisher {
+            health,
             events: Recorder::new(service.clone(), "syncweave".into()),
             cfg,
             kcp,
@@ -83,17 +93,28 @@ impl Publisher {
             wake.clone(),
         ));
 
+        // Something still waiting (kcp not serving a resource yet, a plugin
+        // that fails to load) is retried soon, then less and less often:
+        // the same failure must not be retried and logged every second.
+        let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(60));
         loop {
             let pending = match self.pass().await {
-                Ok(p) => p,
+                Ok(p) => {
+                    self.health.ok(crate::agent::CHECK_SYNC);
+                    p
+                }
                 Err(e) => {
-                    warn!(error = %e, "publishing pass failed; retrying");
+                    let retry_in = backoff.peek();
+                    warn!(error = %e, ?retry_in, "publishing pass failed; retrying");
+                    self.health
+                        .fail(crate::agent::CHECK_SYNC, format!("publishing: {e}"));
                     true
                 }
             };
             let idle = if pending {
-                Duration::from_secs(1)
+                backoff.next_delay()
             } else {
+                backoff.reset();
                 Duration::from_secs(30)
             };
             tokio::select! {
@@ -139,8 +160,24 @@ impl Publisher {
                 }
             };
             if self.enabled("apiresourceschema") {
-                if schema::ensure_schema(&self.kcp.export_client, &resolved).await? {
-                    info!(published_resource = %name, schema = %resolved.schema_name, "created APIResourceSchema");
+                match schema::ensure_schema(&self.kcp.export_client, &resolved).await {
+                    Ok(true) => {
+                        info!(published_resource = %name, schema = %resolved.schema_name, "created APIResourceSchema");
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        warn!(published_resource = %name, error = %e, "cannot publish the APIResourceSchema");
+                        self.set_condition(
+                            &api,
+                            &name,
+                            "False",
+                            "SchemaNotPublished",
+                            &e.to_string(),
+                        )
+                        .await;
+                        pending = true;
+                        continue;
+                    }
                 }
                 if pr
                     .status
@@ -160,7 +197,17 @@ impl Publisher {
         }
 
         if self.enabled("apiexport") {
-            let claims = vec![(String::new(), "events".to_string())];
+            // As upstream: events always; namespaces as soon as one resource
+            // filters on them (the agent reads consumers' Namespaces).
+            let mut claims = vec![(String::new(), "events".to_string())];
+            if ready.iter().any(|(pr, _)| {
+                pr.spec
+                    .filter
+                    .as_ref()
+                    .is_some_and(|f| f.namespace.is_some())
+            }) {
+                claims.push((String::new(), "namespaces".to_string()));
+            }
             apiexport::reconcile(
                 &self.kcp.export_client,
                 &self.kcp.export_name,
@@ -277,6 +324,12 @@ impl Publisher {
             })?),
             None => None,
         };
+        let namespace_filter = match pr.spec.filter.as_ref().and_then(|f| f.namespace.as_ref()) {
+            Some(sel) => Some(label_selector(sel).map_err(|e| {
+                anyhow::anyhow!("PublishedResource {name}: spec.filter.namespace: {e}")
+            })?),
+            None => None,
+        };
         let ctx = SyncContext {
             agent_name: self.cfg.agent_name.clone(),
             published_resource: name.clone(),
@@ -289,6 +342,7 @@ impl Publisher {
             namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
             mutator: self.plugins.mutator(pr).await?,
             resource_filter,
+            namespace_filter,
         };
         let cancel = CancellationToken::new();
         tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));

@@ -78,6 +78,10 @@ pub struct SyncContext {
     pub mutator: Option<Arc<dyn Mutator>>,
     /// `spec.filter.resource`, already converted.
     pub resource_filter: Option<Selector>,
+    /// `spec.filter.namespace`: a selector on the labels of the object's
+    /// Namespace in the consumer's workspace (read through the virtual
+    /// workspace, which needs the `namespaces` permission claim).
+    pub namespace_filter: Option<Selector>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -211,6 +215,10 @@ impl SyncContext {
                 return Ok(Outcome::Done);
             }
         }
+        if !self.namespace_admitted(key).await? {
+            debug!(%key, "object's namespace does not match spec.filter.namespace; skipping");
+            return Ok(Outcome::Done);
+        }
         let has_finalizer = remote
             .metadata
             .finalizers
@@ -249,6 +257,26 @@ impl SyncContext {
             self.sync_status(key, &kcp_api, &remote_json, local).await?;
         }
         Ok(Outcome::Done)
+    }
+
+    /// Whether `spec.filter.namespace` lets the object through. It fails
+    /// closed: when the Namespace cannot be read, the reconcile fails (and is
+    /// retried) rather than syncing an object that might be excluded.
+    /// Cluster-scoped objects have no namespace to filter on.
+    async fn namespace_admitted(&self, key: &ObjectKey) -> Result<bool, SyncError> {
+        let (Some(filter), Some(ns)) = (&self.namespace_filter, &key.namespace) else {
+            return Ok(true);
+        };
+        let client = self.kcp.vw_client(&self.vw_url, &key.cluster)?;
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+        let namespace = namespaces.get(ns).await.map_err(|source| SyncError::Kube {
+            action: "reading the Namespace (for spec.filter.namespace) of",
+            what: format!(
+                "{key}; the consumer's APIBinding must accept the `namespaces` permission claim"
+            ),
+            source,
+        })?;
+        Ok(filter.matches(&namespace.metadata.labels.unwrap_or_default()))
     }
 
     async fn handle_deletion(
