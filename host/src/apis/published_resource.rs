@@ -12,6 +12,27 @@ use serde::{Deserialize, Serialize};
 
 pub const GROUP: &str = "syncagent.kcp.io";
 
+/// Why `spec.related` is refused (by the CRD's validation and by the agent).
+pub const RELATED_UNSUPPORTED: &str = "spec.related is not supported by syncweave yet: related \
+     objects (Secrets, ConfigMaps, …) would not be synced; remove spec.related, or keep this \
+     resource on upstream api-syncagent until syncweave supports it";
+
+/// Why `spec.filter.namespace` is refused on a cluster-scoped resource.
+pub const NAMESPACE_FILTER_CLUSTER_SCOPED: &str = "spec.filter.namespace has no effect on a \
+     cluster-scoped resource (spec.projection.scope Cluster, or a cluster-scoped CRD without \
+     projection.scope): its objects in kcp have no namespace, so every object would be synced; \
+     remove spec.filter.namespace, or select objects with spec.filter.resource";
+
+/// Why `spec.naming.wasm` together with the name templates is refused.
+pub const NAMING_WASM_WITH_TEMPLATES: &str = "spec.naming.wasm replaces the name and namespace \
+     templates, so spec.naming.name and spec.naming.namespace would be ignored; remove them, or \
+     remove spec.naming.wasm";
+
+/// Why a mutation rule with several (or no) mechanisms is refused.
+pub const MUTATION_RULE_NOT_ONE: &str = "a mutation rule must set exactly one of delete, regex, \
+     template, cel or wasm (with several, only the first would run and the others would be \
+     ignored); split it into one rule per step";
+
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "syncagent.kcp.io",
@@ -25,8 +46,18 @@ pub const GROUP: &str = "syncagent.kcp.io";
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.related) || size(self.related) == 0",
+        "message": RELATED_UNSUPPORTED,
+    },
+    {
+        "rule": "!(has(self.filter) && has(self.filter.namespace) && has(self.projection) && has(self.projection.scope) && self.projection.scope == 'Cluster')",
+        "message": NAMESPACE_FILTER_CLUSTER_SCOPED,
+    },
+]))]
 pub struct PublishedResourceSpec {
-    /// The CRD (or built-in resource) on the service cluster to publish.
+    /// The CRD on the service cluster to publish.
     pub resource: SourceResourceDescriptor,
 
     /// How the resource is presented in kcp (group, version, kind, scope…).
@@ -42,7 +73,8 @@ pub struct PublishedResourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<ResourceFilter>,
 
-    /// Resolve and expose the consumer workspace's path (kcp.io/path).
+    /// Resolve the consumer workspace's path: `.ClusterPath` in naming
+    /// templates, and an annotation on the service copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_workspace_paths: Option<bool>,
 
@@ -50,7 +82,8 @@ pub struct PublishedResourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutation: Option<ResourceMutationSpec>,
 
-    /// Related objects (Secrets, ConfigMaps, …) synced alongside the primary.
+    /// Related objects (Secrets, ConfigMaps, …) synced alongside the
+    /// primary. Not supported by syncweave yet: refused by validation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserve_unknown_array")]
     pub related: Option<Vec<serde_json::Value>>,
@@ -63,7 +96,7 @@ pub struct PublishedResourceSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceResourceDescriptor {
-    /// API group of the service-cluster resource (empty for core).
+    /// API group of the CRD on the service cluster.
     pub api_group: String,
     /// Deprecated: use `versions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -71,7 +104,7 @@ pub struct SourceResourceDescriptor {
     /// Versions to publish; empty means all served versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<Vec<String>>,
-    /// Kind of the service-cluster resource.
+    /// Kind of the CRD on the service cluster.
     pub kind: String,
 }
 
@@ -104,6 +137,10 @@ pub struct ResourceProjection {
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.wasm) || ((!has(self.name) || self.name == '') && (!has(self.namespace) || self.namespace == ''))",
+    "message": NAMING_WASM_WITH_TEMPLATES,
+}]))]
 pub struct ResourceNaming {
     /// Go template (or legacy `$remote…` pattern) for the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,9 +173,16 @@ pub struct ResourceMutationSpec {
     pub status: Option<Vec<ResourceMutation>>,
 }
 
-/// One mutation step; exactly one field should be set.
+/// One mutation step; exactly one field must be set.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    // Exactly one set; written as nested conditionals because a sum or a
+    // list literal exceeds the API server's cost budget for rules on the
+    // items of an unbounded list.
+    "rule": "has(self.delete) ? !(has(self.regex) || has(self.template) || has(self.cel) || has(self.wasm)) : has(self.regex) ? !(has(self.template) || has(self.cel) || has(self.wasm)) : has(self.template) ? !(has(self.cel) || has(self.wasm)) : has(self.cel) != has(self.wasm)",
+    "message": MUTATION_RULE_NOT_ONE,
+}]))]
 pub struct ResourceMutation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<DeleteMutation>,
@@ -249,6 +293,60 @@ impl PublishedResourceSpec {
     }
 }
 
+/// Fields of `spec` that are set but that syncweave does not support or
+/// would ignore, one message each (naming the field and what to do);
+/// empty when there are none. The CRD's validation refuses the same things,
+/// but objects stored before it was installed may still have them, so the
+/// agent checks too and must not publish or sync such a resource.
+pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
+        out.push(RELATED_UNSUPPORTED.to_string());
+    }
+    let cluster_scope =
+        spec.projection.as_ref().and_then(|p| p.scope.as_deref()) == Some("Cluster");
+    if cluster_scope {
+        out.extend(unsupported_for_scope(spec, false));
+    }
+    if let Some(n) = &spec.naming {
+        let set = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
+        if n.wasm.is_some() && (set(&n.name) || set(&n.namespace)) {
+            out.push(NAMING_WASM_WITH_TEMPLATES.to_string());
+        }
+    }
+    if let Some(m) = &spec.mutation {
+        for (list, rules) in [("spec", &m.spec), ("status", &m.status)] {
+            for (i, r) in rules.iter().flatten().enumerate() {
+                let set = [
+                    r.delete.is_some(),
+                    r.regex.is_some(),
+                    r.template.is_some(),
+                    r.cel.is_some(),
+                    r.wasm.is_some(),
+                ];
+                if set.iter().filter(|s| **s).count() != 1 {
+                    out.push(format!(
+                        "spec.mutation.{list}[{i}]: {MUTATION_RULE_NOT_ONE}"
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Like [`unsupported_fields`], for what depends on the scope of the
+/// resource as published in kcp (known once the service CRD is resolved):
+/// `spec.filter.namespace` on a cluster-scoped resource would be ignored.
+pub fn unsupported_for_scope(spec: &PublishedResourceSpec, kcp_namespaced: bool) -> Vec<String> {
+    let namespace_filter = spec.filter.as_ref().is_some_and(|f| f.namespace.is_some());
+    if namespace_filter && !kcp_namespaced {
+        vec![NAMESPACE_FILTER_CLUSTER_SCOPED.to_string()]
+    } else {
+        vec![]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,5 +408,135 @@ spec:
             "syncagent.kcp.io_publishedresources.yaml",
             &super::super::crd_yaml(),
         );
+    }
+
+    fn spec(yaml: &str) -> PublishedResourceSpec {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn supported_fields_pass() {
+        let s = spec(
+            r#"
+resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}
+projection: {group: g, kind: K, scope: Namespaced, shortNames: [], categories: [all]}
+naming: {namespace: "{{ .ClusterName }}", name: "{{ .Object.metadata.name }}"}
+filter:
+  namespace: {matchLabels: {tenant: a}}
+  resource: {matchLabels: {sync: "yes"}}
+enableWorkspacePaths: true
+related: []
+mutation:
+  spec:
+    - delete: {path: spec.a}
+    - wasm: {plugin: p}
+  status:
+    - cel: {path: status.b, expression: "1"}
+synchronization: {enabled: false}
+"#,
+        );
+        assert_eq!(unsupported_fields(&s), Vec::<String>::new());
+        assert_eq!(unsupported_for_scope(&s, true), Vec::<String>::new());
+        // Empty templates next to a namer plugin mean "unset".
+        let s =
+            spec("{resource: {apiGroup: g, kind: K}, naming: {name: '', wasm: {source: naming}}}");
+        assert_eq!(unsupported_fields(&s), Vec::<String>::new());
+    }
+
+    #[test]
+    fn related_is_unsupported() {
+        let s = spec(
+            "{resource: {apiGroup: g, kind: K}, related: [{identifier: x, origin: service, kind: Secret}]}",
+        );
+        assert_eq!(
+            unsupported_fields(&s),
+            vec![RELATED_UNSUPPORTED.to_string()]
+        );
+        assert!(RELATED_UNSUPPORTED.starts_with("spec.related is not supported by syncweave yet"));
+    }
+
+    #[test]
+    fn namespace_filter_on_cluster_scope_is_refused() {
+        let s = spec(
+            "{resource: {apiGroup: g, kind: K}, projection: {scope: Cluster}, filter: {namespace: {}}}",
+        );
+        assert_eq!(
+            unsupported_fields(&s),
+            vec![NAMESPACE_FILTER_CLUSTER_SCOPED.to_string()]
+        );
+        // Scope known only from the service CRD.
+        let s =
+            spec("{resource: {apiGroup: g, kind: K}, filter: {namespace: {matchLabels: {a: b}}}}");
+        assert_eq!(unsupported_fields(&s), Vec::<String>::new());
+        assert_eq!(
+            unsupported_for_scope(&s, false),
+            vec![NAMESPACE_FILTER_CLUSTER_SCOPED.to_string()]
+        );
+        assert_eq!(unsupported_for_scope(&s, true), Vec::<String>::new());
+        let s = spec("{resource: {apiGroup: g, kind: K}, filter: {resource: {}}}");
+        assert_eq!(unsupported_for_scope(&s, false), Vec::<String>::new());
+    }
+
+    #[test]
+    fn naming_plugin_with_templates_is_refused() {
+        let s = spec(
+            "{resource: {apiGroup: g, kind: K}, naming: {namespace: x, wasm: {source: naming}}}",
+        );
+        assert_eq!(
+            unsupported_fields(&s),
+            vec![NAMING_WASM_WITH_TEMPLATES.to_string()]
+        );
+    }
+
+    #[test]
+    fn mutation_rules_set_exactly_one_mechanism() {
+        let s = spec(
+            r#"
+resource: {apiGroup: g, kind: K}
+mutation:
+  spec:
+    - delete: {path: a}
+    - {delete: {path: a}, regex: {path: b}}
+  status:
+    - {}
+"#,
+        );
+        assert_eq!(
+            unsupported_fields(&s),
+            vec![
+                format!("spec.mutation.spec[1]: {MUTATION_RULE_NOT_ONE}"),
+                format!("spec.mutation.status[0]: {MUTATION_RULE_NOT_ONE}"),
+            ]
+        );
+    }
+
+    /// The CRD carries the same rules, with the same messages.
+    #[test]
+    fn crd_refuses_unsupported_fields() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(PublishedResource::crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let messages = |v: &serde_json::Value| -> Vec<String> {
+            v["x-kubernetes-validations"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no x-kubernetes-validations in {v}"))
+                .iter()
+                .map(|r| r["message"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            messages(spec),
+            [RELATED_UNSUPPORTED, NAMESPACE_FILTER_CLUSTER_SCOPED]
+        );
+        assert_eq!(
+            messages(&spec["properties"]["naming"]),
+            [NAMING_WASM_WITH_TEMPLATES]
+        );
+        for list in ["spec", "status"] {
+            assert_eq!(
+                messages(&spec["properties"]["mutation"]["properties"][list]["items"]),
+                [MUTATION_RULE_NOT_ONE]
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use syncweave_runtime::Limits;
+use syncweave_runtime::{Limits, World};
 
 pub const WASMPLUGIN_GROUP: &str = "syncweave.dev";
 
@@ -60,6 +60,8 @@ pub struct WasmPluginSpec {
 
     /// What happens to an object when a call fails: Fail (default) stops
     /// its sync and reports the error; Ignore skips this plugin's step.
+    /// Ignore applies to mutator plugins only: naming and projection
+    /// always fail closed.
     #[serde(default)]
     pub failure_policy: FailurePolicy,
 
@@ -133,6 +135,24 @@ impl WasmPlugin {
             .as_ref()?
             .iter()
             .find(|c| c.type_ == type_)
+    }
+}
+
+impl WasmPluginSpec {
+    /// Fields set that would have no effect for a plugin of `world`, one
+    /// message each; empty when there are none. The world is known only
+    /// once the component is compiled, so the CRD cannot refuse these: the
+    /// controller reports them instead of making the plugin Ready.
+    pub fn unsupported_for_world(&self, world: World) -> Vec<String> {
+        if self.failure_policy == FailurePolicy::Ignore && world != World::Mutator {
+            vec![format!(
+                "spec.failurePolicy: Ignore applies only to mutator plugins, and this is a {world} \
+                 plugin, whose failures always stop the sync (it fails closed); remove \
+                 failurePolicy or set it to Fail"
+            )]
+        } else {
+            vec![]
+        }
     }
 }
 
@@ -467,6 +487,33 @@ spec:
             serde_json::json!(["Fail", "Ignore"])
         );
         assert_eq!(spec["properties"]["failurePolicy"]["default"], "Fail");
+    }
+
+    #[test]
+    fn failure_policy_ignore_is_for_mutators_only() {
+        let mut spec = WasmPluginSpec {
+            source: "naming".into(),
+            ..Default::default()
+        };
+        for w in World::ALL {
+            assert_eq!(spec.unsupported_for_world(w), Vec::<String>::new());
+        }
+        spec.failure_policy = FailurePolicy::Ignore;
+        assert_eq!(
+            spec.unsupported_for_world(World::Mutator),
+            Vec::<String>::new()
+        );
+        for w in [World::Namer, World::Projector, World::Renderer] {
+            let m = spec.unsupported_for_world(w);
+            assert_eq!(m.len(), 1, "{w}");
+            assert!(
+                m[0].starts_with(
+                    "spec.failurePolicy: Ignore applies only to mutator plugins, and this is a"
+                ),
+                "{}",
+                m[0]
+            );
+        }
     }
 
     /// The CRD manifest shipped in charts/ must match the Rust types.
