@@ -8,5 +8,6 @@ cd "$repo"
 echo "==> Installing prerequisites (fast when present)"
 tests/setup.sh >/dev/null
 echo "==> Building syncweave"
-cargo build -q -p syncweave -p syncweave-tests --bins
+# Not quiet: a first build takes minutes, and cargo shows its progress.
+cargo build -p syncweave -p syncweave-tests --bins
 exec target/debug/demo "$@"

@@ -11,7 +11,7 @@ use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World, object_j
 use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, WasmUse};
 use crate::sync::naming::LocalName;
-use crate::sync::syncer::{Mutator, Namer};
+use crate::sync::syncer::{Mutator, Namer, Origin};
 use crate::wasmplugin::PluginResolver;
 
 #[derive(Debug, thiserror::Error)]
@@ -343,7 +343,7 @@ impl WasmMutator {
         &self,
         steps: &[Step],
         direction: Direction,
-        cluster: &str,
+        origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
     ) -> Result<(), String> {
@@ -351,8 +351,8 @@ impl WasmMutator {
             return Ok(());
         }
         let ctx = CallContext {
-            cluster_name: cluster.into(),
-            cluster_path: None,
+            cluster_name: origin.cluster.into(),
+            cluster_path: origin.path.map(str::to_string),
             direction,
             owner: self.owner.clone(),
         };
@@ -379,25 +379,19 @@ impl WasmMutator {
 impl Mutator for WasmMutator {
     fn mutate_spec(
         &self,
-        cluster: &str,
+        origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
     ) -> Result<(), String> {
-        self.run(&self.spec, Direction::KcpToService, cluster, object, other)
+        self.run(&self.spec, Direction::KcpToService, origin, object, other)
     }
 
     fn mutate_status(
         &self,
-        cluster: &str,
+        origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
     ) -> Result<(), String> {
-        self.run(
-            &self.status,
-            Direction::ServiceToKcp,
-            cluster,
-            object,
-            other,
-        )
+        self.run(&self.status, Direction::ServiceToKcp, origin, object, other)
     }
 }

@@ -419,7 +419,7 @@ async fn namespace_filter_excludes_other_namespaces() {
     .await;
 
     let (consumer, client) = env
-        .consumer_accepting("consumer", &["events", "namespaces"])
+        .consumer_accepting("consumer", &[("", "events"), ("", "namespaces")])
         .await;
     for (ns, labels) in [
         ("excluded", json!({})),
@@ -498,4 +498,102 @@ async fn namespace_filter_excludes_other_namespaces() {
     .unwrap()
     .unwrap();
     assert!(excluded.metadata.finalizers.unwrap_or_default().is_empty());
+}
+
+/// `enableWorkspacePaths`: naming templates get the consumer's workspace
+/// path as `.ClusterPath`, the copy carries it as an annotation, and the
+/// export claims LogicalClusters. Status set on the copy goes up, and a
+/// status cleared on the copy is cleared in kcp.
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_paths_and_status_round_trip() {
+    let env = Env::start("wspaths", crate::binary()).await;
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  enableWorkspacePaths: true\n  naming:\n    namespace: '{{{{ .ClusterPath | replace \":\" \"-\" }}}}'\n"
+    ))
+    .await;
+    let provider = kcp().client(&env.provider.path).await.unwrap();
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    eventually(
+        "the logicalclusters permission claim on the export",
+        WAIT,
+        || async {
+            let e = get_opt(&exports, EXPORT).await?;
+            Ok(e.filter(|e| {
+                e.data["spec"]["permissionClaims"]
+                    .as_array()
+                    .is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c["group"] == "core.kcp.io" && c["resource"] == "logicalclusters"
+                        })
+                    })
+            }))
+        },
+    )
+    .await;
+    let (consumer, client) = env
+        .consumer_accepting(
+            "consumer",
+            &[("", "events"), ("core.kcp.io", "logicalclusters")],
+        )
+        .await;
+    let crontabs = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    crontabs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("pathy", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let namespace = consumer.path.replace(':', "-");
+    let local = service_crontabs(&env, &namespace);
+    let name = format!("{}-{}", sha3short("default"), sha3short("pathy"));
+    let copy = wait_for_copy(
+        &local,
+        &name,
+        "the copy in the namespace named after the path",
+    )
+    .await;
+    assert_eq!(
+        copy.metadata.annotations.as_ref().unwrap()["syncagent.kcp.io/remote-object-workspace-path"],
+        consumer.path
+    );
+
+    // Status up, then cleared on the service side: cleared in kcp.
+    let mut with_status = copy.clone();
+    with_status.data["status"] = json!({"phase": "Running"});
+    local
+        .replace_status(&name, &PostParams::default(), &with_status)
+        .await
+        .unwrap();
+    eventually("status in kcp", WAIT, || async {
+        let o = get_opt(&crontabs, "pathy").await?;
+        Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
+    })
+    .await;
+    let mut cleared = local.get(&name).await.unwrap();
+    cleared.data.as_object_mut().unwrap().remove("status");
+    local
+        .replace_status(&name, &PostParams::default(), &cleared)
+        .await
+        .unwrap();
+    eventually("status cleared in kcp", WAIT, || async {
+        let o = get_opt(&crontabs, "pathy").await?;
+        Ok(o.filter(|o| {
+            o.data
+                .get("status")
+                .is_none_or(|s| s.is_null() || s == &json!({}))
+        }))
+    })
+    .await;
 }

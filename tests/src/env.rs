@@ -157,12 +157,16 @@ impl Env {
 
     /// A consumer workspace bound to the export, with CronTabs served.
     pub async fn consumer(&self, name: &str) -> (Workspace, Client) {
-        self.consumer_accepting(name, &["events"]).await
+        self.consumer_accepting(name, &[("", "events")]).await
     }
 
     /// Like [`Env::consumer`], accepting the export's permission claims on
-    /// these core resources.
-    pub async fn consumer_accepting(&self, name: &str, claims: &[&str]) -> (Workspace, Client) {
+    /// these (group, resource)s.
+    pub async fn consumer_accepting(
+        &self,
+        name: &str,
+        claims: &[(&str, &str)],
+    ) -> (Workspace, Client) {
         let kcp = kcp();
         let ws = kcp
             .create_workspace(&self.org.path, name)
@@ -179,7 +183,7 @@ impl Env {
                     "reference": {"export": {"path": self.provider.path, "name": EXPORT}},
                     "permissionClaims": claims
                         .iter()
-                        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+                        .map(|(g, r)| json!({"group": g, "resource": r, "all": true, "state": "Accepted"}))
                         .collect::<Vec<_>>(),
                 },
             }),

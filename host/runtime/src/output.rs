@@ -13,6 +13,14 @@ struct Meta<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     namespace: Option<Cow<'a, str>>,
+    // Typed so that a guest writing anything but a map of strings here is
+    // caught as bad output, not later by the API server or the host.
+    #[serde(borrow, default)]
+    #[allow(dead_code)]
+    labels: Option<std::collections::HashMap<Cow<'a, str>, Cow<'a, str>>>,
+    #[serde(borrow, default)]
+    #[allow(dead_code)]
+    annotations: Option<std::collections::HashMap<Cow<'a, str>, Cow<'a, str>>>,
 }
 
 #[derive(Deserialize)]
@@ -43,7 +51,13 @@ fn identity(s: &str) -> Result<Identity<'_>, String> {
     if !starts_as_object(s) {
         return Err(format!("not a JSON object: {}", preview(s)));
     }
-    serde_json::from_str::<Identity<'_>>(s).map_err(|e| format!("not a valid object ({e})"))
+    serde_json::from_str::<Identity<'_>>(s).map_err(|e| {
+        format!(
+            "not a valid Kubernetes object ({e}); apiVersion, kind, metadata.name and \
+             metadata.namespace must be strings, metadata.labels and metadata.annotations maps \
+             of strings"
+        )
+    })
 }
 
 /// The identity of an input object, reading only as far as needed: objects
@@ -222,7 +236,7 @@ mod tests {
         assert!(
             check_mutation(OBJ, "{\"a\":")
                 .unwrap_err()
-                .contains("not a valid object")
+                .contains("not a valid Kubernetes object")
         );
         assert!(check_object("{}").is_ok());
         assert!(
@@ -254,6 +268,21 @@ mod tests {
     fn escaped_identity_strings_compare_by_value() {
         let escaped = OBJ.replace(r#""name":"a""#, r#""name":"\u0061""#);
         check_mutation(OBJ, &escaped).unwrap();
+    }
+
+    #[test]
+    fn labels_and_annotations_must_be_string_maps() {
+        let input = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#;
+        for bad in [
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":"x"}}"#,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"k":1}}}"#,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":[]}}"#,
+        ] {
+            let e = check_mutation(input, bad).unwrap_err();
+            assert!(e.contains("maps of strings"), "{e}");
+        }
+        let ok = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"k":"v"},"annotations":null}}"#;
+        check_mutation(input, ok).unwrap();
     }
 
     #[test]

@@ -92,6 +92,18 @@ impl Publisher {
             watcher(crds, watcher::Config::default()).boxed(),
             wake.clone(),
         ));
+        // The slice gains its URLs when the first workspace binds the export:
+        // react at once rather than on the next (backed-off) retry.
+        let slices: Api<DynamicObject> = Api::all_with(
+            self.kcp.slice_client.clone(),
+            &kcpapi::apiexport_endpoint_slice(),
+        );
+        let slice_cfg =
+            watcher::Config::default().fields(&format!("metadata.name={}", self.kcp.slice_name));
+        watches.spawn(wake_on_events(
+            watcher(slices, slice_cfg).boxed(),
+            wake.clone(),
+        ));
 
         // Something still waiting (kcp not serving a resource yet, a plugin
         // that fails to load) is retried soon, then less and less often:
@@ -208,6 +220,13 @@ impl Publisher {
             }) {
                 claims.push((String::new(), "namespaces".to_string()));
             }
+            // enableWorkspacePaths reads each consumer's LogicalCluster.
+            if ready
+                .iter()
+                .any(|(pr, _)| pr.spec.enable_workspace_paths == Some(true))
+            {
+                claims.push(("core.kcp.io".to_string(), "logicalclusters".to_string()));
+            }
             apiexport::reconcile(
                 &self.kcp.export_client,
                 &self.kcp.export_name,
@@ -225,11 +244,28 @@ impl Publisher {
     }
 
     async fn resolve(&self, pr: &PublishedResource) -> anyhow::Result<schema::Resolved> {
+        let name = pr.metadata.name.as_deref().unwrap_or_default();
+        // The CRD refuses these, but a CRD installed before that validation
+        // existed lets them through: never publish a resource whose settings
+        // would be silently ignored.
+        let unsupported = crate::apis::unsupported_fields(&pr.spec);
+        anyhow::ensure!(
+            unsupported.is_empty(),
+            "PublishedResource {name}: {}",
+            unsupported.join("; ")
+        );
         let crd = schema::find_crd(&self.service, pr).await?;
         // Version selection and projection both run in the projector plugin;
         // the service side keeps the CRD's own storage version.
         let projected = self.plugins.project(pr, &crd).await?;
-        Ok(schema::to_schema(&crd, &projected, &self.cfg.agent_name))
+        let resolved = schema::to_schema(&crd, &projected, &self.cfg.agent_name);
+        let unsupported = crate::apis::unsupported_for_scope(&pr.spec, resolved.remote.namespaced);
+        anyhow::ensure!(
+            unsupported.is_empty(),
+            "PublishedResource {name}: {}",
+            unsupported.join("; ")
+        );
+        Ok(resolved)
     }
 
     /// Start, restart or stop sync controllers to match the ready resources.
@@ -343,6 +379,8 @@ impl Publisher {
             mutator: self.plugins.mutator(pr).await?,
             resource_filter,
             namespace_filter,
+            workspace_paths: pr.spec.enable_workspace_paths == Some(true),
+            paths: Default::default(),
         };
         let cancel = CancellationToken::new();
         tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));
@@ -401,12 +439,17 @@ async fn wake_on_events<S, T>(mut stream: S, wake: Arc<Notify>)
 where
     S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>> + Unpin,
 {
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
     while let Some(ev) = stream.next().await {
         match ev {
-            Ok(_) => wake.notify_one(),
+            Ok(_) => {
+                backoff.reset();
+                wake.notify_one();
+            }
             Err(e) => {
-                warn!(error = %e, "watch failed; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                let retry_in = backoff.next_delay();
+                warn!(error = %e, ?retry_in, "watch failed; retrying");
+                tokio::time::sleep(retry_in).await;
             }
         }
     }

@@ -82,9 +82,17 @@ fn side_of(crd_spec: &Value) -> Side {
         .unwrap_or_default();
     let kind = crd_spec["names"]["kind"].as_str().unwrap_or_default();
     let plural = crd_spec["names"]["plural"].as_str().unwrap_or_default();
+    // Subresources are declared per version; the storage version's count.
+    let subresources = crd_spec["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["name"] == storage))
+        .map(|v| v["subresources"].clone())
+        .unwrap_or(Value::Null);
     Side {
         ar: ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, storage, kind), plural),
         namespaced: crd_spec["scope"] == "Namespaced",
+        status_subresource: subresources.get("status").is_some_and(|s| !s.is_null()),
+        scale_subresource: subresources.get("scale").is_some_and(|s| !s.is_null()),
     }
 }
 

@@ -64,10 +64,14 @@ fn filter_map(meta: &mut Map<String, Value>, field: &str, exact: &[&str], prefix
 }
 
 /// Remove subresources that never flow with spec.
-pub fn drop_subresources(obj: &mut Value) {
+pub fn drop_subresources(obj: &mut Value, status: bool, scale: bool) {
     if let Some(m) = obj.as_object_mut() {
-        m.remove("status");
-        m.remove("scale");
+        if status {
+            m.remove("status");
+        }
+        if scale {
+            m.remove("scale");
+        }
     }
 }
 

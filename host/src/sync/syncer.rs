@@ -32,6 +32,11 @@ use crate::selector::Selector;
 pub struct Side {
     pub ar: ApiResource,
     pub namespaced: bool,
+    /// The CRD has a `status` subresource: status is left out of spec sync
+    /// and flows up through `/status`. Without one it is an ordinary field.
+    pub status_subresource: bool,
+    /// The CRD has a `scale` subresource (its field is left out of spec sync).
+    pub scale_subresource: bool,
 }
 
 /// Turns an object into its service-side name. The default is upstream's
@@ -47,19 +52,28 @@ pub trait Namer: Send + Sync {
 
 /// Rewrites objects on their way (spec down, status up).
 pub trait Mutator: Send + Sync {
-    /// `object` is mutated in place; `other` is the counterpart if it exists.
+    /// `object` is mutated in place; `other` is the counterpart (for spec
+    /// mutations, the projected destination when no copy exists yet).
     fn mutate_spec(
         &self,
-        cluster: &str,
+        origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
     ) -> Result<(), String>;
     fn mutate_status(
         &self,
-        cluster: &str,
+        origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
     ) -> Result<(), String>;
+}
+
+/// Where a kcp object lives: its logical cluster and, with
+/// `enableWorkspacePaths`, its workspace path.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    pub cluster: &'a str,
+    pub path: Option<&'a str>,
 }
 
 /// Everything needed to sync one PublishedResource's objects.
@@ -82,6 +96,12 @@ pub struct SyncContext {
     /// Namespace in the consumer's workspace (read through the virtual
     /// workspace, which needs the `namespaces` permission claim).
     pub namespace_filter: Option<Selector>,
+    /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path
+    /// (through the virtual workspace, which needs the
+    /// `core.kcp.io/logicalclusters` permission claim).
+    pub workspace_paths: bool,
+    /// Workspace paths by logical cluster; a path never changes.
+    pub paths: std::sync::Mutex<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -111,6 +131,10 @@ pub enum SyncError {
         key: ObjectKey,
         selector: String,
     },
+    #[error(
+        "LogicalCluster of workspace {0} has no kcp.io/path annotation, so enableWorkspacePaths cannot name it"
+    )]
+    NoWorkspacePath(String),
     #[error(transparent)]
     Kcp(#[from] crate::kcp::KcpError),
 }
@@ -162,6 +186,7 @@ impl SyncContext {
     fn sync_metadata(
         &self,
         key: &ObjectKey,
+        path: Option<&str>,
     ) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
         let mut labels = self.identity_labels(key);
         labels.insert(AGENT_NAME_LABEL.to_string(), self.agent_name.clone());
@@ -170,7 +195,51 @@ impl SyncContext {
         if let Some(ns) = &key.namespace {
             annotations.insert(REMOTE_NAMESPACE_ANNOTATION.to_string(), ns.clone());
         }
+        if let Some(path) = path {
+            annotations.insert(
+                REMOTE_WORKSPACE_PATH_ANNOTATION.to_string(),
+                path.to_string(),
+            );
+        }
         (labels, annotations)
+    }
+
+    /// The workspace path of `cluster` (annotation `kcp.io/path` of its
+    /// LogicalCluster), when `enableWorkspacePaths` is on.
+    async fn workspace_path(&self, cluster: &str) -> Result<Option<String>, SyncError> {
+        if !self.workspace_paths {
+            return Ok(None);
+        }
+        if let Some(p) = self
+            .paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(cluster)
+        {
+            return Ok(Some(p.clone()));
+        }
+        let client = self.kcp.vw_client(&self.vw_url, cluster)?;
+        let api: Api<DynamicObject> = Api::all_with(client, &crate::apis::kcp::logical_cluster());
+        let lc = api.get("cluster").await.map_err(|source| SyncError::Kube {
+            action: "reading the LogicalCluster (for enableWorkspacePaths) of",
+            what: format!(
+                "workspace {cluster}; the consumer's APIBinding must accept the \
+                 core.kcp.io logicalclusters permission claim"
+            ),
+            source,
+        })?;
+        let path = lc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("kcp.io/path"))
+            .cloned()
+            .ok_or_else(|| SyncError::NoWorkspacePath(cluster.to_string()))?;
+        self.paths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(cluster.to_string(), path.clone());
+        Ok(Some(path))
     }
 
     /// Find the service-side copy by its identity labels (not by name, so a
@@ -208,6 +277,19 @@ impl SyncContext {
             debug!(%key, "object is gone from kcp");
             return Ok(Outcome::Done);
         };
+        let has_finalizer = remote
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|x| x == FINALIZER));
+
+        // Deletion first: an object accepted earlier that no longer matches
+        // a filter must still have its copy removed and its finalizer released.
+        if remote.metadata.deletion_timestamp.is_some() {
+            return self
+                .handle_deletion(key, &kcp_api, &remote, has_finalizer)
+                .await;
+        }
         if let Some(f) = &self.resource_filter {
             let labels = remote.metadata.labels.clone().unwrap_or_default();
             if !f.matches(&labels) {
@@ -219,17 +301,11 @@ impl SyncContext {
             debug!(%key, "object's namespace does not match spec.filter.namespace; skipping");
             return Ok(Outcome::Done);
         }
-        let has_finalizer = remote
-            .metadata
-            .finalizers
-            .as_ref()
-            .is_some_and(|f| f.iter().any(|x| x == FINALIZER));
-
-        if remote.metadata.deletion_timestamp.is_some() {
-            return self
-                .handle_deletion(key, &kcp_api, &remote, has_finalizer)
-                .await;
-        }
+        let path = self.workspace_path(&key.cluster).await?;
+        let origin = Origin {
+            cluster: &key.cluster,
+            path: path.as_deref(),
+        };
         if !has_finalizer {
             let mut finalizers = remote.metadata.finalizers.clone().unwrap_or_default();
             finalizers.push(FINALIZER.to_string());
@@ -250,11 +326,17 @@ impl SyncContext {
             return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
         let remote_json = serde_json::to_value(&remote).expect("object serializes");
-        if let Some(outcome) = self.sync_spec(key, &remote_json, local.as_ref()).await? {
+        if let Some(outcome) = self
+            .sync_spec(key, &origin, &remote_json, local.as_ref())
+            .await?
+        {
             return Ok(outcome);
         }
-        if let Some(local) = &local {
-            self.sync_status(key, &kcp_api, &remote_json, local).await?;
+        if let Some(local) = &local
+            && self.remote.status_subresource
+        {
+            self.sync_status(key, &origin, &kcp_api, &remote_json, local)
+                .await?;
         }
         Ok(Outcome::Done)
     }
@@ -320,63 +402,111 @@ impl SyncContext {
     }
 
     /// The desired service-side object, and the state to remember for it.
+    /// The copy the service cluster should have, and the state to remember
+    /// (kcp's view: kcp GVK and name). Mutations see the unstripped kcp
+    /// object, and as `other` the existing copy or, before one exists, the
+    /// projected copy they would otherwise get (as upstream).
     fn desired(
         &self,
         key: &ObjectKey,
+        origin: &Origin<'_>,
         remote: &Value,
         local: Option<&Value>,
     ) -> Result<(Value, Value), SyncError> {
-        let mut source = remote.clone();
-        strip_metadata(&mut source);
-        drop_subresources(&mut source);
-        if let Some(m) = &self.mutator {
-            m.mutate_spec(&key.cluster, &mut source, local)
-                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
-        }
-        // The state keeps kcp's view (kcp GVK and name); the desired object
-        // is the same content under the service cluster's GVK and name.
-        let state = source.clone();
         let name = self
             .namer
-            .name(&key.cluster, None, remote)
+            .name(origin.cluster, origin.path, remote)
             .map_err(|e| SyncError::Naming(e, key.clone()))?;
-        let (labels, annotations) = self.sync_metadata(key);
-        let mut desired = source;
-        desired["apiVersion"] = json!(self.local.ar.api_version);
-        desired["kind"] = json!(self.local.ar.kind);
-        let meta = desired["metadata"]
-            .as_object_mut()
-            .expect("objects have metadata");
+        let mut source = remote.clone();
+        if let Some(m) = &self.mutator {
+            let projected;
+            let other = match local {
+                Some(l) => l,
+                None => {
+                    projected = self.as_copy(key, origin, self.stripped(remote.clone()), &name)?;
+                    &projected
+                }
+            };
+            m.mutate_spec(origin, &mut source, Some(other))
+                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+            if !source.is_object() || !source["metadata"].is_object() {
+                return Err(SyncError::Mutation(
+                    "the spec mutation returned something that is not an object with metadata"
+                        .into(),
+                    key.clone(),
+                ));
+            }
+        }
+        let state = self.stripped(source);
+        let desired = self.as_copy(key, origin, state.clone(), &name)?;
+        Ok((desired, state))
+    }
+
+    /// `obj` without kcp-only metadata and without the fields of the
+    /// subresources the resource has.
+    fn stripped(&self, mut obj: Value) -> Value {
+        strip_metadata(&mut obj);
+        drop_subresources(
+            &mut obj,
+            self.remote.status_subresource,
+            self.remote.scale_subresource,
+        );
+        obj
+    }
+
+    /// `source` under the service cluster's GVK and `name`, with the sync
+    /// labels and annotations.
+    fn as_copy(
+        &self,
+        key: &ObjectKey,
+        origin: &Origin<'_>,
+        mut source: Value,
+        name: &LocalName,
+    ) -> Result<Value, SyncError> {
+        let (labels, annotations) = self.sync_metadata(key, origin.path);
+        source["apiVersion"] = json!(self.local.ar.api_version);
+        source["kind"] = json!(self.local.ar.kind);
+        let Some(meta) = source["metadata"].as_object_mut() else {
+            return Err(SyncError::Mutation(
+                "the object has no metadata".into(),
+                key.clone(),
+            ));
+        };
         meta.insert("name".into(), json!(name.name));
-        match name.namespace.filter(|_| self.local.namespaced) {
+        match name.namespace.clone().filter(|_| self.local.namespaced) {
             Some(ns) => meta.insert("namespace".into(), json!(ns)),
             None => meta.remove("namespace"),
         };
-        let l = meta.entry("labels").or_insert_with(|| json!({}));
-        for (k, v) in labels {
-            l[k] = json!(v);
+        for (field, entries) in [("labels", labels), ("annotations", annotations)] {
+            let m = meta.entry(field).or_insert_with(|| json!({}));
+            if !m.is_object() {
+                return Err(SyncError::Mutation(
+                    format!("metadata.{field} is not a map of strings"),
+                    key.clone(),
+                ));
+            }
+            for (k, v) in entries {
+                m[k] = json!(v);
+            }
         }
-        let a = meta.entry("annotations").or_insert_with(|| json!({}));
-        for (k, v) in annotations {
-            a[k] = json!(v);
-        }
-        Ok((desired, state))
+        Ok(source)
     }
 
     /// Spec down. `Some(outcome)` means the caller should stop and requeue.
     async fn sync_spec(
         &self,
         key: &ObjectKey,
+        origin: &Origin<'_>,
         remote: &Value,
         local: Option<&DynamicObject>,
     ) -> Result<Option<Outcome>, SyncError> {
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
         let local_json = local.map(|l| serde_json::to_value(l).expect("object serializes"));
-        let (desired, state) = self.desired(key, remote, local_json.as_ref())?;
+        let (desired, state) = self.desired(key, origin, remote, local_json.as_ref())?;
 
         let Some(local) = local else {
-            return self.create(key, desired, &state).await.map(Some);
+            return self.create(key, origin, desired, &state).await.map(Some);
         };
         let local_ns = local.metadata.namespace.as_deref();
         let local_name = local.metadata.name.clone().unwrap_or_default();
@@ -446,6 +576,7 @@ impl SyncContext {
     async fn create(
         &self,
         key: &ObjectKey,
+        origin: &Origin<'_>,
         desired: Value,
         state: &Value,
     ) -> Result<Outcome, SyncError> {
@@ -476,7 +607,7 @@ impl SyncContext {
                 if existing.metadata.deletion_timestamp.is_some() {
                     return Ok(Outcome::Requeue(REQUEUE_SOON));
                 }
-                let (labels, annotations) = self.sync_metadata(key);
+                let (labels, annotations) = self.sync_metadata(key, origin.path);
                 existing
                     .metadata
                     .labels
@@ -513,22 +644,32 @@ impl SyncContext {
     async fn sync_status(
         &self,
         key: &ObjectKey,
+        origin: &Origin<'_>,
         kcp_api: &Api<DynamicObject>,
         remote: &Value,
         local: &DynamicObject,
     ) -> Result<(), SyncError> {
         let mut local_json = serde_json::to_value(local).expect("object serializes");
         if let Some(m) = &self.mutator {
-            m.mutate_status(&key.cluster, &mut local_json, Some(remote))
+            m.mutate_status(origin, &mut local_json, Some(remote))
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
         }
         let status = local_json.get("status").cloned().unwrap_or(Value::Null);
         let current = remote.get("status").cloned().unwrap_or(Value::Null);
-        if status == current || status.is_null() {
+        if status == current {
             return Ok(());
         }
+        // A status cleared on the service side is cleared in kcp too.
         let mut updated = remote.clone();
-        updated["status"] = status;
+        match updated.as_object_mut() {
+            Some(o) if status.is_null() => {
+                o.remove("status");
+            }
+            Some(o) => {
+                o.insert("status".into(), status);
+            }
+            None => {}
+        }
         kcp_api
             .replace_status(
                 &key.name,
