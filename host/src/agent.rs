@@ -25,13 +25,13 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let cancel = CancellationToken::new();
     let health = Health::new(&[CHECK_KCP, CHECK_SERVICE], &[CHECK_SYNC]);
     let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
-    let kcp_cfg = kubeconfig::load_kcp(
-        &opts.kcp_kubeconfig,
+    let kcp_cfg = kubeconfig::load_kcp(&opts.kcp_kubeconfig).await?;
+    let service_cfg = kubeconfig::load_service_with(
+        opts.common.kubeconfig.as_deref(),
         opts.host_override.as_deref(),
         opts.ca_file_override.as_deref(),
     )
     .await?;
-    let service_cfg = kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await?;
     let service =
         Client::try_from(service_cfg).context("--kubeconfig: building service-cluster client")?;
     health::spawn_probe(

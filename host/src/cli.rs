@@ -104,12 +104,13 @@ pub struct SyncArgs {
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub published_resource_selector: String,
 
-    /// Override the server of the kcp kubeconfig (e.g. when kcp advertises an
-    /// address the agent cannot reach).
+    /// Override the server of the service-cluster kubeconfig (as upstream:
+    /// e.g. when the in-cluster address is not the one to use).
     #[arg(long, value_name = "URL")]
     pub kubeconfig_host_override: Option<String>,
 
-    /// Override the CA file of the kcp kubeconfig.
+    /// Override the CA file of the service-cluster kubeconfig (replaces any
+    /// CA data it carries).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig_ca_file_override: Option<PathBuf>,
 
@@ -251,9 +252,7 @@ impl SyncArgs {
         {
             return Err(flag_err(
                 "--kubeconfig-host-override",
-                format!(
-                    "{h:?} is not a URL (use e.g. https://kcp.example.com:6443/clusters/root:provider)"
-                ),
+                format!("{h:?} is not a URL (use e.g. https://kubernetes.default.svc:443)"),
             ));
         }
         Ok(SyncOptions {

@@ -20,7 +20,7 @@ pub enum KubeconfigError {
         source: kube::config::KubeconfigError,
     },
     #[error(
-        "--kcp-kubeconfig: server {server:?} does not point at a kcp workspace; it must contain /clusters/<workspace> (e.g. https://kcp:6443/clusters/root:provider), or pass --kubeconfig-host-override"
+        "--kcp-kubeconfig: server {server:?} does not point at a kcp workspace; it must contain /clusters/<workspace> (e.g. https://kcp:6443/clusters/root:provider)"
     )]
     NotAWorkspace { server: String },
     #[error("{flag}: invalid server URL {server:?}: {reason}")]
@@ -40,23 +40,47 @@ pub enum KubeconfigError {
     Infer(String),
 }
 
-/// Load the kcp kubeconfig, apply overrides, and check it points at a workspace.
-pub async fn load_kcp(
-    path: &Path,
-    host_override: Option<&str>,
-    ca_override: Option<&Path>,
-) -> Result<Config, KubeconfigError> {
+/// Load the kcp kubeconfig and check it points at a workspace.
+pub async fn load_kcp(path: &Path) -> Result<Config, KubeconfigError> {
     let kc = Kubeconfig::read_from(path).map_err(|source| KubeconfigError::Read {
         flag: "--kcp-kubeconfig",
         path: path.to_path_buf(),
         source,
     })?;
-    let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
         .map_err(|source| KubeconfigError::Load {
             flag: "--kcp-kubeconfig",
             source,
         })?;
+    if workspace_of(&cfg.cluster_url.to_string()).is_none() {
+        return Err(KubeconfigError::NotAWorkspace {
+            server: cfg.cluster_url.to_string(),
+        });
+    }
+    Ok(cfg)
+}
+
+/// Load the service-cluster config (the flag, else $KUBECONFIG / in-cluster /
+/// ~/.kube/config) and apply `--kubeconfig-host-override` and
+/// `--kubeconfig-ca-file-override`, which, as upstream's, apply to this
+/// connection: e.g. an in-cluster agent that must reach its API server by
+/// another address.
+pub async fn load_service_with(
+    path: Option<&Path>,
+    host_override: Option<&str>,
+    ca_override: Option<&Path>,
+) -> Result<Config, KubeconfigError> {
+    let mut cfg = load_service(path).await?;
+    apply_overrides(&mut cfg, host_override, ca_override)?;
+    Ok(cfg)
+}
+
+fn apply_overrides(
+    cfg: &mut Config,
+    host_override: Option<&str>,
+    ca_override: Option<&Path>,
+) -> Result<(), KubeconfigError> {
     if let Some(host) = host_override {
         cfg.cluster_url =
             host.parse()
@@ -67,18 +91,14 @@ pub async fn load_kcp(
                 })?;
     }
     if let Some(ca) = ca_override {
+        // Replaces any CA data the kubeconfig carries, as upstream does.
         let pem = std::fs::read(ca).map_err(|source| KubeconfigError::CaFile {
             path: ca.to_path_buf(),
             source,
         })?;
         cfg.root_cert = Some(pem_to_der(&pem));
     }
-    if workspace_of(&cfg.cluster_url.to_string()).is_none() {
-        return Err(KubeconfigError::NotAWorkspace {
-            server: cfg.cluster_url.to_string(),
-        });
-    }
-    Ok(cfg)
+    Ok(())
 }
 
 /// Load the service-cluster config: the flag, else $KUBECONFIG / in-cluster / ~/.kube/config.
@@ -207,9 +227,39 @@ mod tests {
             "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
         )
         .unwrap();
-        let err = load_kcp(&p, None, None).await.unwrap_err();
+        let err = load_kcp(&p).await.unwrap_err();
         assert!(err.to_string().contains("/clusters/"), "{err}");
-        let ok = load_kcp(&p, Some("https://127.0.0.1:6443/clusters/root:x"), None).await;
-        assert!(ok.is_ok());
+    }
+
+    #[tokio::test]
+    async fn overrides_apply_to_the_service_cluster_config() {
+        let dir = std::env::temp_dir().join(format!("sw-kc-svc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("kc.yaml");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1:443\n    certificate-authority-data: aGVsbG8=\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+        )
+        .unwrap();
+        let ca = dir.join("ca.crt");
+        std::fs::write(
+            &ca,
+            "-----BEGIN CERTIFICATE-----\nd29ybGQ=\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let cfg = load_service_with(Some(&p), Some("https://127.0.0.1:6443"), Some(&ca))
+            .await
+            .unwrap();
+        assert_eq!(cfg.cluster_url.to_string(), "https://127.0.0.1:6443/");
+        assert_eq!(cfg.root_cert, Some(vec![b"world".to_vec()]));
+        let plain = load_service_with(Some(&p), None, None).await.unwrap();
+        assert_eq!(plain.cluster_url.to_string(), "https://10.0.0.1:443/");
+        let err = load_service_with(Some(&p), None, Some(&dir.join("missing")))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("--kubeconfig-ca-file-override"),
+            "{err}"
+        );
     }
 }

@@ -181,3 +181,45 @@ async fn missing_kcp_permission_is_reported_clearly() {
     })
     .await;
 }
+
+/// `--kubeconfig-host-override` and `--kubeconfig-ca-file-override` apply to
+/// the service-cluster connection, as upstream's do: a kubeconfig with an
+/// unreachable server and no CA works once both are overridden.
+#[tokio::test(flavor = "multi_thread")]
+async fn kubeconfig_overrides_apply_to_the_service_cluster() {
+    let mut env = Env::prepare("overrides", crate::binary()).await;
+    let mut kc = env
+        .service
+        .kubeconfig(CHART_SERVICE_ACCOUNT, &env.agent_token);
+    for c in &mut kc.clusters {
+        let cluster = c.cluster.as_mut().unwrap();
+        cluster.server = Some("https://127.0.0.1:1".into());
+        cluster.certificate_authority_data = None;
+    }
+    let bad = env.dir.join("service-elsewhere.kubeconfig");
+    std::fs::write(&bad, serde_yaml_ng::to_string(&kc).unwrap()).unwrap();
+    let ca = env.dir.join("service-ca.crt");
+    std::fs::write(&ca, &env.service.ca_pem).unwrap();
+    // Later flags win, as with pflag: this --kubeconfig replaces the harness's.
+    env.start_agent(&[
+        &format!("--kubeconfig={}", bad.display()),
+        &format!("--kubeconfig-host-override={}", env.service.url),
+        &format!("--kubeconfig-ca-file-override={}", ca.display()),
+    ]);
+    env.publish().await;
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    eventually(
+        "the schema published through the overridden connection",
+        WAIT,
+        || async {
+            let pr = get_opt(&prs, "publish-crontabs").await?;
+            Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
+        },
+    )
+    .await;
+}
