@@ -597,3 +597,121 @@ async fn workspace_paths_and_status_round_trip() {
     })
     .await;
 }
+
+/// What a consumer and a provider see: Events on the kcp object with
+/// upstream's reasons; a mutation whose output is malformed (labels that are
+/// not a map) is a classified bad-output error, shown to the consumer as a
+/// ReconcilingError Event and to the provider as Ready=False on the
+/// PublishedResource; fixing the rule recovers both.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_and_failing_objects_are_reported() {
+    let env = Env::start("events", crate::binary()).await;
+    let broken = format!(
+        "{PUBLISHED_RESOURCE}  mutation:\n    spec:\n      - regex: {{path: metadata.labels, replacement: not-a-map}}\n"
+    );
+    env.publish_yaml(&broken).await;
+    let (_consumer, client) = env.consumer("consumer").await;
+    let crontabs = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    );
+    crontabs
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("evented", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
+    let reasons = || async {
+        let list = events
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(
+            list.items
+                .into_iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some("evented"))
+                .map(|e| {
+                    (
+                        e.reason.unwrap_or_default(),
+                        e.type_.unwrap_or_default(),
+                        e.message.unwrap_or_default(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    let error = eventually(
+        "a ReconcilingError event in the consumer workspace",
+        WAIT,
+        || async {
+            let r = reasons().await?;
+            Ok(r.into_iter()
+                .find(|(reason, _, _)| reason == "ReconcilingError"))
+        },
+    )
+    .await;
+    assert_eq!(error.1, "Warning");
+    assert!(error.2.contains("bad output"), "{error:?}");
+    assert!(
+        reasons()
+            .await
+            .unwrap()
+            .iter()
+            .any(|(r, t, _)| r == "ObjectAccepted" && t == "Normal")
+    );
+
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    let ready = |want: &'static str, reason: &'static str| {
+        let prs = prs.clone();
+        async move {
+            eventually(
+                &format!("PublishedResource Ready={want} ({reason})"),
+                WAIT,
+                || async {
+                    let pr = get_opt(&prs, "publish-crontabs").await?;
+                    Ok(pr.and_then(|p| {
+                        p.data["status"]["conditions"]
+                            .as_array()
+                            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                            .filter(|c| c["status"] == want && c["reason"] == reason)
+                            .cloned()
+                    }))
+                },
+            )
+            .await
+        }
+    };
+    let failing = ready("False", "ObjectsFailing").await;
+    let message = failing["message"].as_str().unwrap();
+    assert!(
+        message.contains("evented") && message.contains("bad output"),
+        "{message}"
+    );
+
+    // Fix the rule: the object is placed, and the resource is Ready again.
+    let mut fixed = prs.get("publish-crontabs").await.unwrap();
+    fixed.data["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("mutation");
+    prs.replace("publish-crontabs", &PostParams::default(), &fixed)
+        .await
+        .unwrap();
+    ready("True", "Syncing").await;
+    eventually("an ObjectPlaced event", WAIT, || async {
+        let r = reasons().await?;
+        Ok(r.into_iter()
+            .find(|(reason, _, _)| reason == "ObjectPlaced"))
+    })
+    .await;
+}

@@ -32,6 +32,7 @@ use crate::health::Health;
 use crate::kcp::KcpContext;
 use crate::plugins::PluginHost;
 use crate::selector::Selector;
+use crate::sync::events::Failures;
 use crate::sync::state::StateStore;
 use crate::sync::syncer::SyncContext;
 
@@ -45,6 +46,7 @@ pub struct PublishConfig {
 struct Running {
     fingerprint: String,
     cancel: CancellationToken,
+    failures: Arc<Failures>,
 }
 
 pub struct Publisher {
@@ -55,6 +57,8 @@ pub struct Publisher {
     running: HashMap<String, Running>,
     events: Recorder,
     health: Arc<Health>,
+    /// Wakes the publishing loop (watch events, object failures).
+    wake: Arc<Notify>,
 }
 
 impl Publisher {
@@ -67,6 +71,7 @@ impl Publisher {
     ) -> Self {
         Publisher {
             health,
+            wake: Arc::new(Notify::new()),
             events: Recorder::new(service.clone(), "syncweave".into()),
             cfg,
             kcp,
@@ -82,7 +87,7 @@ impl Publisher {
 
     /// Run until cancelled.
     pub async fn run(mut self, cancel: CancellationToken) {
-        let wake = Arc::new(Notify::new());
+        let wake = self.wake.clone();
         let mut watches = tokio::task::JoinSet::new();
         let prs: Api<PublishedResource> = Api::all(self.service.clone());
         let pr_cfg = watcher::Config::default().labels(&self.cfg.selector);
@@ -288,20 +293,37 @@ impl Publisher {
                 resolved.schema_name
             );
             wanted.insert(name.clone(), fingerprint.clone());
-            if self
-                .running
-                .get(&name)
-                .is_some_and(|r| r.fingerprint == fingerprint)
+            if let Some(r) = self.running.get(&name)
+                && r.fingerprint == fingerprint
             {
+                // Never Ready while objects keep failing.
+                let failing = r.failures.summary();
+                match failing {
+                    Some(msg) => {
+                        self.set_condition(api, &name, "False", "ObjectsFailing", &msg)
+                            .await
+                    }
+                    None => {
+                        self.set_condition(
+                            api,
+                            &name,
+                            "True",
+                            "Syncing",
+                            "objects are being synchronized",
+                        )
+                        .await
+                    }
+                }
                 continue;
             }
             match self.start_sync(pr, &resolved).await {
-                Ok(Some(cancel)) => {
+                Ok(Some((cancel, failures))) => {
                     if let Some(old) = self.running.insert(
                         name.clone(),
                         Running {
                             fingerprint,
                             cancel,
+                            failures,
                         },
                     ) {
                         old.cancel.cancel();
@@ -341,7 +363,7 @@ impl Publisher {
         &self,
         pr: &PublishedResource,
         resolved: &schema::Resolved,
-    ) -> anyhow::Result<Option<CancellationToken>> {
+    ) -> anyhow::Result<Option<(CancellationToken, Arc<Failures>)>> {
         let name = pr.metadata.name.clone().unwrap_or_default();
         let urls = self.kcp.endpoint_urls().await?;
         let Some(vw_url) = urls.first().cloned() else {
@@ -381,10 +403,12 @@ impl Publisher {
             namespace_filter,
             workspace_paths: pr.spec.enable_workspace_paths == Some(true),
             paths: Default::default(),
+            failures: Failures::new(self.wake.clone()),
         };
+        let failures = ctx.failures.clone();
         let cancel = CancellationToken::new();
         tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));
-        Ok(Some(cancel))
+        Ok(Some((cancel, failures)))
     }
 
     async fn set_condition(

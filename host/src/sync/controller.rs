@@ -71,6 +71,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         tasks.spawn(async move {
             while let Some(key) = queue.get().await {
                 let result = ctx.reconcile(&key).await;
+                ctx.record_result(&key, &result).await;
                 let counter = match &result {
                     Ok(_) => &crate::serve::METRICS.reconciles_ok,
                     Err(_) => &crate::serve::METRICS.reconciles_failed,

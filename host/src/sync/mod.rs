@@ -7,6 +7,7 @@
 //! back up.
 
 pub mod controller;
+pub mod events;
 pub mod gojson;
 pub mod labels;
 pub mod naming;

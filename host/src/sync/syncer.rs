@@ -19,6 +19,7 @@ use kube::api::{
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
+use super::events::{self, Failures};
 use super::labels::*;
 use super::naming::LocalName;
 use super::state::StateStore;
@@ -102,6 +103,9 @@ pub struct SyncContext {
     pub workspace_paths: bool,
     /// Workspace paths by logical cluster; a path never changes.
     pub paths: std::sync::Mutex<BTreeMap<String, String>>,
+    /// Objects whose last reconcile failed (for the PublishedResource's
+    /// condition).
+    pub failures: Arc<Failures>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -267,6 +271,37 @@ impl SyncContext {
         }
     }
 
+    /// Record an Event about the kcp object `remote` in its workspace, in the
+    /// background (events never hold up or fail a sync).
+    fn emit(&self, key: &ObjectKey, remote: &Value, warning: bool, reason: &str, message: String) {
+        let Ok(obj) = serde_json::from_value::<DynamicObject>(remote.clone()) else {
+            return;
+        };
+        let Ok(client) = self.kcp.vw_client(&self.vw_url, &key.cluster) else {
+            return;
+        };
+        let event = events::event_for(&obj, &self.agent_name, warning, reason, &message);
+        tokio::spawn(events::post(client, event));
+    }
+
+    /// After a reconcile: remember the outcome for the PublishedResource's
+    /// condition and, on failure, tell the consumer with a Warning Event on
+    /// their object (as upstream's ReconcilingError).
+    pub async fn record_result(&self, key: &ObjectKey, result: &Result<Outcome, SyncError>) {
+        match result {
+            Ok(_) => self.failures.succeeded(key),
+            Err(e) => {
+                self.failures.failed(key, e.to_string());
+                let Ok(api) = self.kcp_api(key) else { return };
+                if let Ok(Some(obj)) = api.get_opt(&key.name).await
+                    && let Ok(v) = serde_json::to_value(&obj)
+                {
+                    self.emit(key, &v, true, events::RECONCILING_ERROR, e.to_string());
+                }
+            }
+        }
+    }
+
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
         let kcp_api = self.kcp_api(key)?;
         let Some(remote) = kcp_api
@@ -315,6 +350,15 @@ impl SyncContext {
                 .await
                 .map_err(kerr("adding finalizer to", key))?;
             info!(%key, "accepted object (finalizer added)");
+            if let Ok(v) = serde_json::to_value(&remote) {
+                self.emit(
+                    key,
+                    &v,
+                    false,
+                    events::OBJECT_ACCEPTED,
+                    "object accepted by the sync agent".into(),
+                );
+            }
             return Ok(Outcome::Requeue(Duration::ZERO));
         }
 
@@ -380,6 +424,15 @@ impl SyncContext {
                     .await
                     .map_err(kerr("deleting service copy of", key))?;
                 info!(%key, local = %name, "deleted service copy");
+                if let Ok(v) = serde_json::to_value(remote) {
+                    self.emit(
+                        key,
+                        &v,
+                        false,
+                        events::OBJECT_CLEANUP,
+                        format!("deleting the copy {name} on the service cluster"),
+                    );
+                }
             }
             // Wait until it is really gone before letting kcp delete the object.
             return Ok(Outcome::Requeue(REQUEUE_SOON));
@@ -398,6 +451,15 @@ impl SyncContext {
             .await
             .map_err(kerr("releasing finalizer of", key))?;
         info!(%key, "service copy gone; finalizer released");
+        if let Ok(v) = serde_json::to_value(remote) {
+            self.emit(
+                key,
+                &v,
+                false,
+                events::OBJECT_DELETED,
+                "the copy on the service cluster is gone; finalizer removed".into(),
+            );
+        }
         Ok(Outcome::Done)
     }
 
@@ -506,7 +568,10 @@ impl SyncContext {
         let (desired, state) = self.desired(key, origin, remote, local_json.as_ref())?;
 
         let Some(local) = local else {
-            return self.create(key, origin, desired, &state).await.map(Some);
+            return self
+                .create(key, origin, remote, desired, &state)
+                .await
+                .map(Some);
         };
         let local_ns = local.metadata.namespace.as_deref();
         let local_name = local.metadata.name.clone().unwrap_or_default();
@@ -531,6 +596,13 @@ impl SyncContext {
                     .await
                     .map_err(kerr("patching service copy of", key))?;
                 info!(%key, local = %local_name, "synced spec change to the service cluster");
+                self.emit(
+                    key,
+                    remote,
+                    false,
+                    events::OBJECT_SYNCED,
+                    format!("synced the change to {local_name} on the service cluster"),
+                );
             }
             None => {
                 // No usable state: take kcp's content wholesale, merge metadata.
@@ -564,6 +636,13 @@ impl SyncContext {
                     .await
                     .map_err(kerr("updating service copy of", key))?;
                 info!(%key, local = %local_name, "updated service copy (no previous state)");
+                self.emit(
+                    key,
+                    remote,
+                    false,
+                    events::OBJECT_SYNCED,
+                    format!("synced the object to {local_name} on the service cluster"),
+                );
             }
         }
         self.state
@@ -577,6 +656,7 @@ impl SyncContext {
         &self,
         key: &ObjectKey,
         origin: &Origin<'_>,
+        remote: &Value,
         desired: Value,
         state: &Value,
     ) -> Result<Outcome, SyncError> {
@@ -593,10 +673,22 @@ impl SyncContext {
             self.ensure_namespace(ns).await?;
         }
         let api = self.local_api(ns.as_deref());
-        let obj: DynamicObject = serde_json::from_value(desired.clone()).expect("valid object");
+        let obj: DynamicObject = serde_json::from_value(desired.clone()).map_err(|e| {
+            SyncError::Mutation(format!("the copy is not a valid object: {e}"), key.clone())
+        })?;
         match api.create(&PostParams::default(), &obj).await {
             Ok(_) => {
-                info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster")
+                info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster");
+                self.emit(
+                    key,
+                    remote,
+                    false,
+                    events::OBJECT_PLACED,
+                    format!(
+                        "placed on the service cluster as {}{name}",
+                        ns.as_deref().map(|n| format!("{n}/")).unwrap_or_default()
+                    ),
+                );
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // Adopt an existing object: take over its identity metadata.
@@ -679,6 +771,13 @@ impl SyncContext {
             .await
             .map_err(kerr("updating status in kcp of", key))?;
         info!(%key, "synced status to kcp");
+        self.emit(
+            key,
+            remote,
+            false,
+            events::OBJECT_STATUS_SYNCED,
+            "status synced from the service cluster".into(),
+        );
         Ok(())
     }
 }
