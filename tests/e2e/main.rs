@@ -2,6 +2,7 @@
 //! workspaces, and the real `syncweave` binary. Each test builds its own
 //! isolated set of workspaces inside one organisation workspace.
 
+mod adopt;
 mod chart;
 mod cli;
 mod init;
