@@ -3,6 +3,7 @@
 //! isolated set of workspaces inside one organisation workspace.
 
 mod adopt;
+mod builtin;
 mod chart;
 mod cli;
 mod init;

@@ -167,6 +167,24 @@ impl Env {
         name: &str,
         claims: &[(&str, &str)],
     ) -> (Workspace, Client) {
+        self.consumer_serving(
+            name,
+            claims,
+            &gvk("example.com", "v1", "CronTab"),
+            "crontabs",
+        )
+        .await
+    }
+
+    /// A consumer workspace bound to the export (accepting `claims`), once
+    /// the published resource `gvk`/`plural` is served there.
+    pub async fn consumer_serving(
+        &self,
+        name: &str,
+        claims: &[(&str, &str)],
+        served: &kube::api::GroupVersionKind,
+        plural: &str,
+    ) -> (Workspace, Client) {
         let kcp = kcp();
         let ws = kcp
             .create_workspace(&self.org.path, name)
@@ -190,17 +208,12 @@ impl Env {
         )
         .await
         .expect("APIBinding");
-        let crontabs = dynamic_api(
-            &client,
-            &gvk("example.com", "v1", "CronTab"),
-            "crontabs",
-            Some("default"),
-        );
+        let objects = dynamic_api(&client, served, plural, Some("default"));
         eventually(
-            &format!("CronTabs served in consumer {name}"),
+            &format!("{plural} served in consumer {name}"),
             Duration::from_secs(90),
             || async {
-                crontabs
+                objects
                     .list(&Default::default())
                     .await
                     .map(|_| Some(()))

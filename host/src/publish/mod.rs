@@ -8,6 +8,7 @@
 //! `--disabled-controllers`.
 
 pub mod apiexport;
+pub mod builtin;
 pub mod schema;
 
 use std::collections::{BTreeMap, HashMap};

@@ -19,7 +19,7 @@ use crate::sync::syncer::Side;
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
     #[error(
-        "PublishedResource {pr}: spec.resource: no CustomResourceDefinition for kind {kind:?} in group {group:?} on the service cluster; install the CRD or fix apiGroup/kind"
+        "PublishedResource {pr}: spec.resource: the service cluster serves no kind {kind:?} in group {group:?} (neither a CustomResourceDefinition nor a built-in resource); install the CRD or fix apiGroup/kind"
     )]
     CrdNotFound {
         pr: String,
@@ -59,13 +59,21 @@ pub async fn find_crd(service: &Client, pr: &PublishedResource) -> Result<Value,
             source,
         })?;
     let pr_name = pr.metadata.name.clone().unwrap_or_default();
-    crds.items
+    let crd = crds
+        .items
         .into_iter()
-        .map(|c| serde_json::to_value(c).expect("serializes"))
+        .filter_map(|c| serde_json::to_value(c).ok())
         .find(|c| {
             c["spec"]["group"] == pr.spec.resource.api_group.as_str()
                 && c["spec"]["names"]["kind"] == pr.spec.resource.kind.as_str()
-        })
+        });
+    if let Some(crd) = crd {
+        return Ok(crd);
+    }
+    // No CRD: a built-in resource (Deployment, Role, ConfigMap, …), described
+    // as the CRD it would have.
+    super::builtin::crd_from_openapi(service, &pr.spec.resource.api_group, &pr.spec.resource.kind)
+        .await?
         .ok_or_else(|| SchemaError::CrdNotFound {
             pr: pr_name,
             group: pr.spec.resource.api_group.clone(),
