@@ -2,6 +2,11 @@
 //! never processed by two workers at the same time (a key added while in
 //! flight is re-queued when the worker finishes), can be added after a delay,
 //! and failing keys back off exponentially.
+//!
+//! A key has at most one pending delayed entry: a later `add_after` keeps the
+//! earlier deadline, and an immediate `add` cancels it. Without that, every
+//! reconcile that schedules its resync would start one more timer chain, and
+//! a key touched by N events would be reconciled N times per resync period.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -9,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 pub struct WorkQueue<K> {
     inner: Mutex<Inner<K>>,
@@ -24,6 +30,9 @@ struct Inner<K> {
     /// Keys added while in flight; re-queued on `done`.
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
+    /// The one pending delayed add per key: its deadline and the timer's id.
+    scheduled: HashMap<K, (Instant, u64)>,
+    next_timer: u64,
     shut_down: bool,
 }
 
@@ -36,6 +45,8 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                 in_flight: HashSet::new(),
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
+                scheduled: HashMap::new(),
+                next_timer: 0,
                 shut_down: false,
             }),
             notify: Notify::new(),
@@ -45,10 +56,12 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     }
 
     pub fn add(&self, key: K) {
-        let mut g = self.inner.lock().expect("queue poisoned");
+        let mut g = self.lock();
         if g.shut_down {
             return;
         }
+        // Handled now: a pending delayed add would only repeat it.
+        g.scheduled.remove(&key);
         if g.in_flight.contains(&key) {
             g.dirty.insert(key);
             return;
@@ -60,18 +73,54 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
+    /// Add `key` after `delay`, unless an earlier add is already pending.
     pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
+        let deadline = Instant::now() + delay;
+        let id = {
+            let mut g = self.lock();
+            if g.shut_down || g.scheduled.get(&key).is_some_and(|(at, _)| *at <= deadline) {
+                return;
+            }
+            g.next_timer += 1;
+            let id = g.next_timer;
+            g.scheduled.insert(key.clone(), (deadline, id));
+            id
+        };
         let q = Arc::clone(self);
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            q.add(key);
+            tokio::time::sleep_until(deadline).await;
+            let current = {
+                let mut g = q.lock();
+                if g.scheduled.get(&key).is_some_and(|(_, t)| *t == id) {
+                    g.scheduled.remove(&key);
+                    true
+                } else {
+                    false
+                }
+            };
+            // Superseded (by an earlier deadline or an immediate add): no-op.
+            if current {
+                q.add(key);
+            }
         });
+    }
+
+    /// Keys with a pending delayed add.
+    pub fn scheduled_len(&self) -> usize {
+        self.lock().scheduled.len()
+    }
+
+    /// The queue's state; a panic elsewhere cannot leave it half-updated
+    /// (every critical section is a few map operations), so poisoning is
+    /// ignored rather than spreading the panic to every worker.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<K>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Requeue a failed key with exponential backoff.
     pub fn add_rate_limited(self: &Arc<Self>, key: K) {
         let n = {
-            let mut g = self.inner.lock().expect("queue poisoned");
+            let mut g = self.lock();
             let n = g.failures.entry(key.clone()).or_insert(0);
             *n += 1;
             *n
@@ -85,11 +134,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Forget a key's failure history (after a success).
     pub fn forget(&self, key: &K) {
-        self.inner
-            .lock()
-            .expect("queue poisoned")
-            .failures
-            .remove(key);
+        self.lock().failures.remove(key);
     }
 
     /// Wait for the next key; `None` after shutdown.
@@ -97,7 +142,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         loop {
             let notified = self.notify.notified();
             {
-                let mut g = self.inner.lock().expect("queue poisoned");
+                let mut g = self.lock();
                 if g.shut_down {
                     return None;
                 }
@@ -113,7 +158,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     /// Mark a key finished; re-queues it if it was added meanwhile.
     pub fn done(&self, key: &K) {
-        let mut g = self.inner.lock().expect("queue poisoned");
+        let mut g = self.lock();
         g.in_flight.remove(key);
         if g.dirty.remove(key) && g.queued.insert(key.clone()) {
             g.queue.push_back(key.clone());
@@ -123,12 +168,12 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     }
 
     pub fn shut_down(&self) {
-        self.inner.lock().expect("queue poisoned").shut_down = true;
+        self.lock().shut_down = true;
         self.notify.notify_waiters();
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().expect("queue poisoned").queue.len()
+        self.lock().queue.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -165,6 +210,64 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(k, Some("x"));
+    }
+
+    /// The controller's loop: every reconcile schedules a resync. Ten
+    /// events, then five quiet minutes with a 30 s resync: 10 reconciles for
+    /// the events and about 10 resyncs, not one timer chain per event.
+    #[tokio::test(start_paused = true)]
+    async fn resyncs_do_not_multiply_with_events() {
+        const RESYNC: Duration = Duration::from_secs(30);
+        let q: Arc<WorkQueue<&str>> =
+            WorkQueue::new(Duration::from_millis(5), Duration::from_secs(1));
+        let count = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let worker = {
+            let (q, count) = (q.clone(), count.clone());
+            tokio::spawn(async move {
+                while let Some(k) = q.get().await {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    q.forget(&k);
+                    q.add_after(k, RESYNC);
+                    q.done(&k);
+                }
+            })
+        };
+        for _ in 0..10 {
+            q.add("obj");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(300)).await;
+        q.shut_down();
+        worker.await.unwrap();
+        let n = count.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((18..=22).contains(&n), "{n} reconciles, expected about 20");
+        assert!(q.scheduled_len() <= 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_delay_wins_and_add_cancels_the_pending_one() {
+        let q: Arc<WorkQueue<&str>> =
+            WorkQueue::new(Duration::from_millis(5), Duration::from_secs(1));
+        q.add_after("k", Duration::from_secs(60));
+        q.add_after("k", Duration::from_secs(5));
+        q.add_after("k", Duration::from_secs(30));
+        assert_eq!(q.scheduled_len(), 1);
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(q.len(), 1, "due after the earliest delay");
+        assert_eq!(q.get().await, Some("k"));
+        q.done(&"k");
+        q.add_after("k", Duration::from_secs(10));
+        q.add("k");
+        assert_eq!(
+            q.scheduled_len(),
+            0,
+            "an immediate add replaces the delayed one"
+        );
+        assert_eq!(q.get().await, Some("k"));
+        q.done(&"k");
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(q.is_empty(), "the cancelled timer does not fire");
     }
 
     #[tokio::test]
