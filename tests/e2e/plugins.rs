@@ -376,3 +376,53 @@ async fn configmap_source_becomes_ready() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// WasmPlugins that exist before the controller starts are checked at once
+/// (the initial list is not lost while the reflector's store fills), not at
+/// the next resync: here the resync is ten minutes away.
+#[tokio::test(flavor = "multi_thread")]
+async fn plugins_present_at_startup_are_checked_at_once() {
+    let dir = std::env::temp_dir().join(unique("wp-startup"));
+    let service = ServiceCluster::start(&dir).await.expect("service cluster");
+    let client = service.admin_client().await.unwrap();
+    apply_crds(&client, WASMPLUGIN_CRD)
+        .await
+        .expect("WasmPlugin CRD");
+    let source = format!("file://{}", plugin_file("rust-mutator").display());
+    let names: Vec<String> = (0..4).map(|i| format!("early-{i}")).collect();
+    for name in &names {
+        create_plugin(
+            &client,
+            name,
+            WasmPluginSpec {
+                source: source.clone(),
+                ..Default::default()
+            },
+        )
+        .await;
+    }
+    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+    let fetch = syncweave::sources::FetchContext::new(
+        syncweave::sources::FetchOptions::for_runtime(&runtime, Some(client.clone())),
+    )
+    .unwrap();
+    let registry = WasmPluginRegistry::new();
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    tokio::spawn(syncweave::wasmplugin::run_with(
+        client.clone(),
+        syncweave::wasmplugin::Checker { runtime, fetch },
+        registry.clone(),
+        syncweave::wasmplugin::ControllerConfig {
+            resync: Duration::from_secs(600),
+            ..Default::default()
+        },
+        cancel,
+    ));
+    eventually(
+        "every pre-existing WasmPlugin Ready",
+        Duration::from_secs(30),
+        || async { Ok(names.iter().all(|n| registry.get(n).is_ok()).then_some(())) },
+    )
+    .await;
+}

@@ -450,6 +450,14 @@ pub async fn run_with(
     for _ in 0..cfg.workers.max(1) {
         let ctl = ctl.clone();
         tasks.spawn(async move {
+            // The reflector fills its store only once the initial list is
+            // complete, while the keys of that list are queued as they
+            // arrive: a worker reading the store before then would find
+            // nothing, drop the key, and leave plugins that existed at
+            // start-up unchecked until the next resync.
+            if ctl.store.wait_until_ready().await.is_err() {
+                return;
+            }
             while let Some(name) = ctl.queue.get().await {
                 let transient = ctl.reconcile(&name).await;
                 if transient {
