@@ -53,6 +53,11 @@ impl PluginHost {
         &self.runtime
     }
 
+    /// The WasmPlugins known to the agent (what `plugin:` uses resolve to).
+    pub fn registry(&self) -> &crate::wasmplugin::WasmPluginRegistry {
+        self.resolver.registry()
+    }
+
     fn builtin(
         &self,
         pr: &PublishedResource,

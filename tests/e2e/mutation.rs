@@ -216,3 +216,109 @@ spec:
     .await;
     assert!(note.contains("spec.naming.wasm"), "{note}");
 }
+
+/// A WasmPlugin moved to new code (a new digest) is swapped into the running
+/// sync without an agent restart: the same objects get the new plugin's
+/// output, and the PublishedResource names the digest in use.
+#[tokio::test(flavor = "multi_thread")]
+async fn wasmplugin_digest_rollover_reaches_running_syncs() {
+    use sha2::{Digest, Sha256};
+    let env = Env::start("rollover", crate::binary()).await;
+    let wasm_plugin = |file: &str, value: &str| {
+        json!({
+            "apiVersion": "syncweave.dev/v1alpha1",
+            "kind": "WasmPlugin",
+            "metadata": {"name": "stamp"},
+            "spec": {
+                "source": format!("file://{}", plugin_path(file)),
+                "config": {"label": {"key": "stamp", "value": value}},
+            },
+        })
+    };
+    apply(&env.service_client, &wasm_plugin("rust-mutator", "v1"))
+        .await
+        .unwrap();
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  mutation:\n    spec:\n      - wasm: {{plugin: stamp}}\n"
+    ))
+    .await;
+    let (consumer, client) = env.consumer("consumer").await;
+    dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "stamped", "namespace": "default"},
+            "spec": {"cronSpec": "0 * * * *", "image": "i"},
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let local = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some(&consumer.cluster),
+    );
+    let stamp = |want: &'static str| {
+        let local = local.clone();
+        async move {
+            eventually(&format!("the copy stamped {want}"), WAIT, || async {
+                let list = local
+                    .list(&Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(list.items.into_iter().find(|o| {
+                    o.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get("stamp"))
+                        .map(String::as_str)
+                        == Some(want)
+                }))
+            })
+            .await
+        }
+    };
+    stamp("v1").await;
+
+    // New code (the Python build of the same contract) and a new default
+    // config: a new digest for the running sync.
+    let python = std::fs::read(plugin_path("python-mutator")).unwrap();
+    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&python)));
+    apply(&env.service_client, &wasm_plugin("python-mutator", "v2"))
+        .await
+        .unwrap();
+    stamp("v2").await;
+    let prs = dynamic_api(
+        &env.service_client,
+        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        "publishedresources",
+        None,
+    );
+    eventually(
+        "the PublishedResource names the new digest",
+        WAIT,
+        || async {
+            let pr = get_opt(&prs, "publish-crontabs").await?;
+            Ok(pr.filter(|p| {
+                p.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c["type"] == "Ready"
+                            && c["status"] == "True"
+                            && c["message"]
+                                .as_str()
+                                .is_some_and(|m| m.contains(&format!("stamp={digest}")))
+                    })
+                })
+            }))
+        },
+    )
+    .await;
+}

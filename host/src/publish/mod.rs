@@ -110,6 +110,15 @@ impl Publisher {
             watcher(slices, slice_cfg).boxed(),
             wake.clone(),
         ));
+        // A WasmPlugin that turns Ready or moves to a new digest: running
+        // syncs that use it are restarted with the new code (see fingerprint).
+        let mut plugin_changes = self.plugins.registry().subscribe();
+        let plugin_wake = wake.clone();
+        watches.spawn(async move {
+            while plugin_changes.changed().await.is_ok() {
+                plugin_wake.notify_one();
+            }
+        });
 
         // Something still waiting (kcp not serving a resource yet, a plugin
         // that fails to load) is retried soon, then less and less often:
@@ -287,12 +296,21 @@ impl Publisher {
             if !pr.spec.sync_enabled() {
                 continue;
             }
+            // The digests of the WasmPlugins it uses are part of it: a plugin
+            // moved to new code restarts the sync, so every object runs the
+            // new digest from then on, without an agent restart.
+            let (plugins_in_use, plugin_versions) = self.wasm_plugins_in_use(pr);
             let fingerprint = format!(
-                "{}/{}/{}",
+                "{}/{}/{}/{plugin_versions}",
                 pr.metadata.uid.as_deref().unwrap_or(""),
                 pr.metadata.generation.unwrap_or(0),
                 resolved.schema_name
             );
+            let syncing_message = if plugins_in_use.is_empty() {
+                "objects are being synchronized".to_string()
+            } else {
+                format!("objects are being synchronized (WasmPlugins in use: {plugins_in_use})")
+            };
             wanted.insert(name.clone(), fingerprint.clone());
             if let Some(r) = self.running.get(&name)
                 && r.fingerprint == fingerprint
@@ -305,14 +323,8 @@ impl Publisher {
                             .await
                     }
                     None => {
-                        self.set_condition(
-                            api,
-                            &name,
-                            "True",
-                            "Syncing",
-                            "objects are being synchronized",
-                        )
-                        .await
+                        self.set_condition(api, &name, "True", "Syncing", &syncing_message)
+                            .await
                     }
                 }
                 continue;
@@ -329,14 +341,8 @@ impl Publisher {
                     ) {
                         old.cancel.cancel();
                     }
-                    self.set_condition(
-                        api,
-                        &name,
-                        "True",
-                        "Syncing",
-                        "objects are being synchronized",
-                    )
-                    .await;
+                    self.set_condition(api, &name, "True", "Syncing", &syncing_message)
+                        .await;
                 }
                 Ok(None) => pending = true,
                 Err(e) => {
@@ -356,6 +362,38 @@ impl Publisher {
             false
         });
         pending
+    }
+
+    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
+    /// (`name=not-ready` for one without a Ready digest), and the same with
+    /// each plugin's generation (its default config is part of what runs).
+    fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
+        let spec = &pr.spec;
+        let mut uses: Vec<&crate::apis::WasmUse> = Vec::new();
+        uses.extend(spec.projection.as_ref().and_then(|p| p.wasm.as_ref()));
+        uses.extend(spec.naming.as_ref().and_then(|n| n.wasm.as_ref()));
+        if let Some(m) = &spec.mutation {
+            for rules in [&m.spec, &m.status].into_iter().flatten() {
+                uses.extend(rules.iter().filter_map(|r| r.wasm.as_ref()));
+            }
+        }
+        let mut names: Vec<&str> = uses.iter().filter_map(|u| u.plugin.as_deref()).collect();
+        names.sort();
+        names.dedup();
+        let (mut shown, mut exact) = (Vec::new(), Vec::new());
+        for n in names {
+            match self.plugins.registry().get(n) {
+                Ok(p) => {
+                    shown.push(format!("{n}={}", p.digest()));
+                    exact.push(format!("{n}={}@{:?}", p.digest(), p.generation));
+                }
+                Err(_) => {
+                    shown.push(format!("{n}=not-ready"));
+                    exact.push(format!("{n}=not-ready"));
+                }
+            }
+        }
+        (shown.join(","), exact.join(","))
     }
 
     /// Start syncing once kcp serves the projected resource in the virtual
