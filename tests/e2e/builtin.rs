@@ -23,17 +23,7 @@ async fn deployments_are_published_from_openapi() {
         "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-deployments}\nspec:\n  resource: {apiGroup: apps, kind: Deployment, versions: [v1]}\n",
     )
     .await;
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
-    let schema = eventually("the APIResourceSchema for deployments", WAIT, || async {
-        let pr = get_opt(&prs, "publish-deployments").await?;
-        Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
-    })
-    .await;
+    let schema = env.wait_for_schema("publish-deployments").await;
     assert!(schema.ends_with(".deployments.apps"), "{schema}");
 
     let (consumer, client) = env

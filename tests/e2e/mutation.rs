@@ -296,28 +296,15 @@ async fn wasmplugin_digest_rollover_reaches_running_syncs() {
         .await
         .unwrap();
     stamp("v2").await;
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
     eventually(
         "the PublishedResource names the new digest",
         WAIT,
         || async {
-            let pr = get_opt(&prs, "publish-crontabs").await?;
-            Ok(pr.filter(|p| {
-                p.data["status"]["conditions"].as_array().is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c["type"] == "Ready"
-                            && c["status"] == "True"
-                            && c["message"]
-                                .as_str()
-                                .is_some_and(|m| m.contains(&format!("stamp={digest}")))
-                    })
-                })
-            }))
+            let ready = env
+                .wait_for_ready("publish-crontabs", "True", "Syncing")
+                .await;
+            let message = ready["message"].as_str().unwrap_or_default();
+            Ok(message.contains(&format!("stamp={digest}")).then_some(()))
         },
     )
     .await;

@@ -9,36 +9,6 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path` on 127.0.0.1:port: (status code, body).
-async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not HTTP: {out}"))?;
-    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-    Ok((code, body))
-}
-
 async fn wait_readyz(port: u16, want: u16, containing: &str) -> String {
     eventually(
         &format!("/readyz {want} with {containing:?}"),
@@ -145,28 +115,10 @@ async fn missing_kcp_permission_is_reported_clearly() {
 
     env.start_agent_as(LIMITED_KCP_TOKEN, &[]);
     env.publish().await;
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
-    let message = eventually(
-        "the PublishedResource to report the refusal",
-        WAIT,
-        || async {
-            let pr = get_opt(&prs, "publish-crontabs").await?;
-            let Some(pr) = pr else { return Ok(None) };
-            let cond = pr.data["status"]["conditions"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                .cloned();
-            Ok(cond
-                .filter(|c| c["status"] == "False" && c["reason"] == "SchemaNotPublished")
-                .and_then(|c| c["message"].as_str().map(str::to_string)))
-        },
-    )
-    .await;
+    let refused = env
+        .wait_for_ready("publish-crontabs", "False", "SchemaNotPublished")
+        .await;
+    let message = refused["message"].as_str().unwrap_or_default();
     assert!(message.contains("apiresourceschemas"), "{message}");
     assert!(message.contains(LIMITED_KCP_USER), "{message}");
     assert!(message.contains("docs/rbac.md"), "{message}");
@@ -175,11 +127,7 @@ async fn missing_kcp_permission_is_reported_clearly() {
     grant_kcp_agent_rbac(&provider, LIMITED_KCP_USER)
         .await
         .unwrap();
-    eventually("the schema to be published once granted", WAIT, || async {
-        let pr = get_opt(&prs, "publish-crontabs").await?;
-        Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
-    })
-    .await;
+    env.wait_for_schema("publish-crontabs").await;
 }
 
 /// `--kubeconfig-host-override` and `--kubeconfig-ca-file-override` apply to
@@ -207,19 +155,6 @@ async fn kubeconfig_overrides_apply_to_the_service_cluster() {
         &format!("--kubeconfig-ca-file-override={}", ca.display()),
     ]);
     env.publish().await;
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
-    eventually(
-        "the schema published through the overridden connection",
-        WAIT,
-        || async {
-            let pr = get_opt(&prs, "publish-crontabs").await?;
-            Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
-        },
-    )
-    .await;
+    // Publishing reads CRDs and PublishedResources: through the overrides.
+    env.wait_for_schema("publish-crontabs").await;
 }

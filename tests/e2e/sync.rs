@@ -44,17 +44,7 @@ async fn publishes_schema_into_apiexport() {
     let env = Env::start("schema", crate::binary()).await;
     env.publish().await;
 
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
-    let schema_name = eventually("status.resourceSchemaName", WAIT, || async {
-        let pr = get_opt(&prs, "publish-crontabs").await?;
-        Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
-    })
-    .await;
+    let schema_name = env.wait_for_schema("publish-crontabs").await;
     assert!(schema_name.starts_with('v'), "{schema_name}");
     assert!(
         schema_name.ends_with(".crontabs.example.com"),
@@ -351,34 +341,20 @@ async fn metrics_health_and_leader_election() {
     .await;
     assert!(str_at(&lease, "/spec/holderIdentity").is_some());
 
-    let get = |port: u16, path: &'static str| async move {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(|e| e.to_string())?;
-        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut out = String::new();
-        s.read_to_string(&mut out)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<String, String>(out)
-    };
-    let healthz = eventually("/healthz", WAIT, || async {
-        get(health, "/healthz").await.map(Some)
+    let (code, _) = eventually("/healthz", WAIT, || async {
+        http_get(health, "/healthz").await.map(Some)
     })
     .await;
-    assert!(healthz.starts_with("HTTP/1.1 200"), "{healthz}");
+    assert_eq!(code, 200);
     // Ready once it leads and its first publishing pass went through.
     let readyz = eventually("/readyz 200", WAIT, || async {
-        let r = get(health, "/readyz").await?;
-        Ok(r.starts_with("HTTP/1.1 200").then_some(r))
+        let (code, body) = http_get(health, "/readyz").await?;
+        Ok((code == 200).then_some(body))
     })
     .await;
     assert!(readyz.contains("[+]sync ok"), "{readyz}");
     eventually("published resource gauge = 1", WAIT, || async {
-        let m = get(metrics, "/metrics").await?;
+        let (_, m) = http_get(metrics, "/metrics").await?;
         Ok(m.lines()
             .any(|l| l == "sync_agent_published_resource 1")
             .then_some(()))
@@ -397,26 +373,7 @@ async fn namespace_filter_excludes_other_namespaces() {
         "{PUBLISHED_RESOURCE}  filter:\n    namespace:\n      matchLabels: {{tenant: allowed}}\n"
     ))
     .await;
-    let provider = kcp().client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    eventually(
-        "the namespaces permission claim on the export",
-        WAIT,
-        || async {
-            let e = get_opt(&exports, EXPORT).await?;
-            Ok(e.filter(|e| {
-                e.data["spec"]["permissionClaims"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["resource"] == "namespaces"))
-            }))
-        },
-    )
-    .await;
+    env.wait_for_export_claim("", "namespaces").await;
 
     let (consumer, client) = env
         .consumer_accepting("consumer", &[("", "events"), ("", "namespaces")])
@@ -511,30 +468,8 @@ async fn workspace_paths_and_status_round_trip() {
         "{PUBLISHED_RESOURCE}  enableWorkspacePaths: true\n  naming:\n    namespace: '{{{{ .ClusterPath | replace \":\" \"-\" }}}}'\n"
     ))
     .await;
-    let provider = kcp().client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    eventually(
-        "the logicalclusters permission claim on the export",
-        WAIT,
-        || async {
-            let e = get_opt(&exports, EXPORT).await?;
-            Ok(e.filter(|e| {
-                e.data["spec"]["permissionClaims"]
-                    .as_array()
-                    .is_some_and(|cs| {
-                        cs.iter().any(|c| {
-                            c["group"] == "core.kcp.io" && c["resource"] == "logicalclusters"
-                        })
-                    })
-            }))
-        },
-    )
-    .await;
+    env.wait_for_export_claim("core.kcp.io", "logicalclusters")
+        .await;
     let (consumer, client) = env
         .consumer_accepting(
             "consumer",
@@ -665,33 +600,10 @@ async fn events_and_failing_objects_are_reported() {
             .any(|(r, t, _)| r == "ObjectAccepted" && t == "Normal")
     );
 
-    let prs = dynamic_api(
-        &env.service_client,
-        &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
-        "publishedresources",
-        None,
-    );
-    let ready = |want: &'static str, reason: &'static str| {
-        let prs = prs.clone();
-        async move {
-            eventually(
-                &format!("PublishedResource Ready={want} ({reason})"),
-                WAIT,
-                || async {
-                    let pr = get_opt(&prs, "publish-crontabs").await?;
-                    Ok(pr.and_then(|p| {
-                        p.data["status"]["conditions"]
-                            .as_array()
-                            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                            .filter(|c| c["status"] == want && c["reason"] == reason)
-                            .cloned()
-                    }))
-                },
-            )
-            .await
-        }
-    };
-    let failing = ready("False", "ObjectsFailing").await;
+    let prs = env.published_resources();
+    let failing = env
+        .wait_for_ready("publish-crontabs", "False", "ObjectsFailing")
+        .await;
     let message = failing["message"].as_str().unwrap();
     assert!(
         message.contains("evented") && message.contains("bad output"),
@@ -707,7 +619,8 @@ async fn events_and_failing_objects_are_reported() {
     prs.replace("publish-crontabs", &PostParams::default(), &fixed)
         .await
         .unwrap();
-    ready("True", "Syncing").await;
+    env.wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
     eventually("an ObjectPlaced event", WAIT, || async {
         let r = reasons().await?;
         Ok(r.into_iter()

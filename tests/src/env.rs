@@ -142,6 +142,85 @@ impl Env {
         self.agent = Some(agent);
     }
 
+    /// The PublishedResources on the service cluster.
+    pub fn published_resources(&self) -> kube::Api<kube::api::DynamicObject> {
+        dynamic_api(
+            &self.service_client,
+            &gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+            "publishedresources",
+            None,
+        )
+    }
+
+    /// Wait until PublishedResource `name` records its APIResourceSchema.
+    pub async fn wait_for_schema(&self, name: &str) -> String {
+        let prs = self.published_resources();
+        eventually(
+            &format!("status.resourceSchemaName of PublishedResource {name}"),
+            Duration::from_secs(90),
+            || async {
+                let pr = get_opt(&prs, name).await?;
+                Ok(pr.and_then(|p| str_at(&p, "/status/resourceSchemaName").map(str::to_string)))
+            },
+        )
+        .await
+    }
+
+    /// Wait until PublishedResource `name` has condition Ready with `status`
+    /// and `reason`, and return that condition.
+    pub async fn wait_for_ready(
+        &self,
+        name: &str,
+        status: &str,
+        reason: &str,
+    ) -> serde_json::Value {
+        let prs = self.published_resources();
+        eventually(
+            &format!("PublishedResource {name} Ready={status} ({reason})"),
+            Duration::from_secs(90),
+            || async {
+                let pr = get_opt(&prs, name).await?;
+                Ok(pr.and_then(|p| {
+                    p.data["status"]["conditions"]
+                        .as_array()
+                        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                        .filter(|c| c["status"] == status && c["reason"] == reason)
+                        .cloned()
+                }))
+            },
+        )
+        .await
+    }
+
+    /// Wait until the APIExport claims `group`/`resource`.
+    pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
+        let provider = kcp().client(&self.provider.path).await.unwrap();
+        let exports = dynamic_api(
+            &provider,
+            &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+            "apiexports",
+            None,
+        );
+        eventually(
+            &format!("the {resource}.{group} permission claim on the export"),
+            Duration::from_secs(90),
+            || async {
+                let e = get_opt(&exports, EXPORT).await?;
+                Ok(e.filter(|e| {
+                    e.data["spec"]["permissionClaims"]
+                        .as_array()
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| {
+                                c["group"].as_str().unwrap_or("") == group
+                                    && c["resource"] == resource
+                            })
+                        })
+                }))
+            },
+        )
+        .await;
+    }
+
     /// Publish a custom PublishedResource manifest.
     pub async fn publish_yaml(&self, yaml: &str) {
         apply_yaml(&self.service_client, yaml)

@@ -57,3 +57,31 @@ pub fn unique(prefix: &str) -> String {
         % 1_000_000;
     format!("{prefix}-{}-{t}-{n}", std::process::id() % 10_000)
 }
+
+/// `GET path` on 127.0.0.1:`port` (the agent's metrics and health servers):
+/// the status code and the body.
+pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not HTTP: {out}"))?;
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    Ok((code, body))
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    crate::kcp::free_port().expect("a free port")
+}
