@@ -97,9 +97,9 @@ pub(crate) fn free_port() -> Result<u16> {
 
 fn start() -> Result<Kcp> {
     let bin = kcp_binary()?;
-    let root_dir = repo_root()
-        .join("target/e2e-kcp")
-        .join(std::process::id().to_string());
+    let runs = repo_root().join("target/e2e-kcp");
+    remove_stale_runs(&runs);
+    let root_dir = runs.join(std::process::id().to_string());
     let _ = std::fs::remove_dir_all(&root_dir);
     std::fs::create_dir_all(&root_dir)?;
     let (port, etcd_client, etcd_peer) = (free_port()?, free_port()?, free_port()?);
@@ -196,6 +196,25 @@ fn start() -> Result<Kcp> {
         });
         if ready.is_ok() {
             return Ok(k);
+        }
+    }
+}
+
+/// Remove the data of earlier test processes that are gone: every run leaves
+/// kcp's and the service clusters' data behind (kept while it runs, for
+/// debugging), which would otherwise fill the disk over repeated runs.
+fn remove_stale_runs(runs: &Path) {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let alive = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }

@@ -257,5 +257,8 @@ impl Drop for ServiceCluster {
                 libc::kill(*pid as i32, libc::SIGKILL);
             }
         }
+        // etcd's data (its WAL alone preallocates 64 MB) would add up to
+        // gigabytes over a run; the logs stay for debugging.
+        let _ = std::fs::remove_dir_all(self.dir.join("etcd"));
     }
 }
