@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World, object_json};
 
 use crate::apis::wasmplugin::FailurePolicy;
-use crate::apis::{PublishedResource, ResourceMutation, WasmUse};
+use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, WasmUse};
 use crate::sync::naming::LocalName;
 use crate::sync::syncer::{Mutator, Namer, Origin};
 use crate::wasmplugin::PluginResolver;
@@ -188,20 +188,32 @@ impl PluginHost {
         &self,
         pr: &PublishedResource,
     ) -> Result<Option<Arc<dyn Mutator>>, PluginSetupError> {
-        let Some(m) = &pr.spec.mutation else {
-            return Ok(None);
-        };
+        match &pr.spec.mutation {
+            Some(m) => self.mutator_for(pr, "spec.mutation", m).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The mutation chain of `rules` (found at `field` of the
+    /// PublishedResource, e.g. `spec.related[0].mutation`), or `None` when
+    /// there are no rules.
+    pub async fn mutator_for(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        m: &ResourceMutationSpec,
+    ) -> Result<Option<Arc<dyn Mutator>>, PluginSetupError> {
         let spec = self
             .chain(
                 pr,
-                "spec.mutation.spec",
+                &format!("{field}.spec"),
                 m.spec.as_deref().unwrap_or_default(),
             )
             .await?;
         let status = self
             .chain(
                 pr,
-                "spec.mutation.status",
+                &format!("{field}.status"),
                 m.status.as_deref().unwrap_or_default(),
             )
             .await?;
@@ -294,6 +306,52 @@ impl PluginHost {
         }
         flush(&mut group, &mut steps)?;
         Ok(steps)
+    }
+}
+
+/// Go templates (text/template with sprig, as upstream's related-object
+/// templates) evaluated in the sandbox: the built-in renderer in text mode.
+pub struct TextTemplates {
+    plugin: Arc<Plugin>,
+    owner: String,
+}
+
+/// The renderer config for upstream's related-object templates: Go
+/// text/template (no HTML escaping), the output trimmed.
+const TEXT_TEMPLATE_CONFIG: &str = r#"{"engine":"gotemplate","htmlEscape":false,"output":"text"}"#;
+
+impl PluginHost {
+    /// The template evaluator for a PublishedResource's related resources.
+    pub fn text_templates(
+        &self,
+        pr: &PublishedResource,
+    ) -> Result<Arc<TextTemplates>, PluginSetupError> {
+        let plugin = self.builtin(pr, "spec.related", "renderer")?;
+        Ok(Arc::new(TextTemplates {
+            plugin,
+            owner: pr_name(pr),
+        }))
+    }
+}
+
+impl TextTemplates {
+    /// Render `template` with `values` (a JSON object whose keys are the
+    /// template's top-level fields, e.g. `.Object`, `.ClusterName`).
+    pub fn render(&self, cluster: &str, template: &str, values: &Value) -> Result<String, String> {
+        let ctx = CallContext {
+            cluster_name: cluster.into(),
+            cluster_path: None,
+            direction: Direction::KcpToService,
+            owner: self.owner.clone(),
+        };
+        let docs = self
+            .plugin
+            .render(&ctx, TEXT_TEMPLATE_CONFIG, template, &values.to_string())
+            .map_err(|e| e.to_string())?;
+        let doc = docs.first().map(String::as_str).unwrap_or("{}");
+        let v: Value = serde_json::from_str(doc)
+            .map_err(|e| format!("the renderer returned invalid JSON: {e}"))?;
+        Ok(v["text"].as_str().unwrap_or_default().to_string())
     }
 }
 
@@ -398,5 +456,39 @@ impl Mutator for WasmMutator {
         other: Option<&Value>,
     ) -> Result<(), String> {
         self.run(&self.status, Direction::ServiceToKcp, origin, object, other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Related-object templates run in the sandboxed built-in renderer:
+    /// Go text/template (no HTML escaping), sprig and upstream's hash
+    /// functions, output trimmed.
+    #[test]
+    fn text_templates_render_in_the_sandbox() {
+        let runtime = Runtime::new(Default::default()).expect("runtime");
+        let t = TextTemplates {
+            plugin: runtime.load_builtin("renderer").expect("built-in renderer"),
+            owner: "pr".into(),
+        };
+        let values = json!({"Object": {"metadata": {"name": "a&b"}}, "ClusterName": "abc"});
+        assert_eq!(
+            t.render(
+                "abc",
+                " {{ .Object.metadata.name }}-{{ .ClusterName | upper }} \n",
+                &values
+            )
+            .unwrap(),
+            "a&b-ABC"
+        );
+        assert_eq!(
+            t.render("abc", "{{ sha3short .ClusterName 8 }}", &values)
+                .unwrap(),
+            "3a985da7"
+        );
+        let e = t.render("abc", "{{ .Nope }}", &values).unwrap_err();
+        assert!(e.contains("failed to execute template"), "{e}");
     }
 }

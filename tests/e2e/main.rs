@@ -10,6 +10,7 @@ mod init;
 mod mutation;
 mod ops;
 mod plugins;
+mod related;
 mod sync;
 
 /// The binary under test, built by cargo before this test binary.

@@ -12,10 +12,17 @@ use serde::{Deserialize, Serialize};
 
 pub const GROUP: &str = "syncagent.kcp.io";
 
-/// Why `spec.related` is refused (by the CRD's validation and by the agent).
-pub const RELATED_UNSUPPORTED: &str = "spec.related is not supported by syncweave yet: related \
-     objects (Secrets, ConfigMaps, …) would not be synced; remove spec.related, or keep this \
-     resource on upstream api-syncagent until syncweave supports it";
+/// CEL rule messages of `spec.related[]` (upstream's).
+pub const RELATED_KIND_XOR_GVR: &str =
+    "must specify either kind (deprecated) or group, version, resource";
+pub const RELATED_RESOURCE_NEEDS_VERSION: &str =
+    "resource and version must be configured together or not at all";
+pub const RELATED_GROUP_NEEDS_GVR: &str =
+    "configuring a group also requires a version and resource";
+pub const RELATED_IDENTITY_NEEDS_GVR: &str = "identity hashes can only be used with GVRs";
+pub const RELATED_STATUS_NEEDS_WATCH: &str =
+    "watch must be configured when origin is service and syncStatus is true";
+pub const RELATED_WATCH_ONE: &str = "exactly one of byOwner or bySelector must be set";
 
 /// Why `spec.filter.namespace` is refused on a cluster-scoped resource.
 pub const NAMESPACE_FILTER_CLUSTER_SCOPED: &str = "spec.filter.namespace has no effect on a \
@@ -48,10 +55,6 @@ pub const MUTATION_RULE_NOT_ONE: &str = "a mutation rule must set exactly one of
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!has(self.related) || size(self.related) == 0",
-        "message": RELATED_UNSUPPORTED,
-    },
-    {
         "rule": "!(has(self.filter) && has(self.filter.namespace) && has(self.projection) && has(self.projection.scope) && self.projection.scope == 'Cluster')",
         "message": NAMESPACE_FILTER_CLUSTER_SCOPED,
     },
@@ -83,10 +86,9 @@ pub struct PublishedResourceSpec {
     pub mutation: Option<ResourceMutationSpec>,
 
     /// Related objects (Secrets, ConfigMaps, …) synced alongside the
-    /// primary. Not supported by syncweave yet: refused by validation.
+    /// primary, from the service cluster up or from kcp down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "preserve_unknown_array")]
-    pub related: Option<Vec<serde_json::Value>>,
+    pub related: Option<Vec<RelatedResourceSpec>>,
 
     /// `enabled: false` publishes the schema but syncs no objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +245,169 @@ pub struct WasmUse {
     pub config: Option<serde_json::Value>,
 }
 
+/// Which side a related object comes from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RelatedResourceOrigin {
+    /// The service cluster: copied up into the consumer's workspace.
+    #[default]
+    Service,
+    /// The consumer's workspace in kcp: copied down to the service cluster.
+    Kcp,
+}
+
+/// One related resource: objects that belong to each primary object.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "has(self.kind) != (has(self.version) || has(self.resource))", "message": RELATED_KIND_XOR_GVR},
+    {"rule": "has(self.resource) == has(self.version)", "message": RELATED_RESOURCE_NEEDS_VERSION},
+    {"rule": "!has(self.group) || (has(self.resource) && has(self.version))", "message": RELATED_GROUP_NEEDS_GVR},
+    {"rule": "!has(self.identityHash) || (has(self.group) && has(self.version) && has(self.resource))", "message": RELATED_IDENTITY_NEEDS_GVR},
+    {"rule": "!(self.origin == 'service' && has(self.syncStatus) && self.syncStatus) || has(self.watch)", "message": RELATED_STATUS_NEEDS_WATCH},
+]))]
+pub struct RelatedResourceSpec {
+    /// Unique name of this related resource within the PublishedResource
+    /// (used in the primary's annotation).
+    pub identifier: String,
+    /// `service` or `kcp`: where the original lives.
+    pub origin: RelatedResourceOrigin,
+    /// API group (empty for the core group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Plural resource name, e.g. `secrets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Deprecated: `ConfigMap` or `Secret`; use group/version/resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "related_kind_schema")]
+    pub kind: Option<String>,
+    /// Identity hash of the APIExport that owns the GVR in kcp, for
+    /// resources of another export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_hash: Option<String>,
+    /// Delete copies (in kcp) of service-origin objects when the primary is
+    /// deleted. Copies of kcp-origin objects are always deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<bool>,
+    /// The GVR of the copies on the destination side (default: the origin's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<RelatedResourceProjection>,
+    /// How to find the originals (and name their copies).
+    pub object: RelatedResourceObject,
+    /// Mutation rules for the copy (status rules only with origin kcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<ResourceMutationSpec>,
+    /// Reconcile the primary when a related original changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<RelatedResourceWatch>,
+    /// Forward the original's status to the copy through `/status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_status: Option<bool>,
+}
+
+fn related_kind_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": ["ConfigMap", "Secret"]})
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "has(self.byOwner) != has(self.bySelector)", "message": RELATED_WATCH_ONE},
+]))]
+pub struct RelatedResourceWatch {
+    /// Find the primary through the related object's ownerReferences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "empty_object")]
+    pub by_owner: Option<serde_json::Value>,
+    /// Reconcile every primary (on the origin side) matching this selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_selector: Option<LabelSelector>,
+}
+
+fn empty_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RelatedResourceProjection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+}
+
+/// How to find related objects: one mechanism for the name, and optionally
+/// one for the namespace (default: the primary's namespace on each side).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RelatedResourceObject {
+    #[serde(flatten)]
+    pub spec: RelatedResourceObjectSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<RelatedResourceObjectSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RelatedResourceObjectSpec {
+    /// Select originals by labels, and name copies with a rewrite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<RelatedResourceObjectSelector>,
+    /// A path in each primary (origin and destination side) holding the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<RelatedResourceObjectReference>,
+    /// A Go template evaluated on each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateExpression>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RelatedResourceObjectReference {
+    /// gjson path, e.g. `spec.credentials.secretName`.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<RegularExpression>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedResourceObjectSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_expressions:
+        Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement>>,
+    /// How an origin name becomes the destination name.
+    pub rewrite: RelatedResourceSelectorRewrite,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RelatedResourceSelectorRewrite {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<RegularExpression>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateExpression>,
+}
+
+/// A Go regular expression; an empty pattern means "replace with
+/// `replacement`".
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct RegularExpression {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct TemplateExpression {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct SynchronizationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,13 +422,6 @@ pub struct PublishedResourceStatus {
     pub resource_schema_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
-}
-
-fn preserve_unknown_array(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "array",
-        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-    })
 }
 
 fn preserve_unknown_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -300,8 +458,10 @@ impl PublishedResourceSpec {
 /// agent checks too and must not publish or sync such a resource.
 pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
     let mut out = Vec::new();
-    if spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
-        out.push(RELATED_UNSUPPORTED.to_string());
+    for (i, r) in spec.related.iter().flatten().enumerate() {
+        for m in crate::sync::related::spec_problems(r) {
+            out.push(format!("spec.related[{i}]: {m}"));
+        }
     }
     let cluster_scope =
         spec.projection.as_ref().and_then(|p| p.scope.as_deref()) == Some("Cluster");
@@ -444,15 +604,21 @@ synchronization: {enabled: false}
     }
 
     #[test]
-    fn related_is_unsupported() {
+    fn related_rules_are_checked() {
         let s = spec(
-            "{resource: {apiGroup: g, kind: K}, related: [{identifier: x, origin: service, kind: Secret}]}",
+            "{resource: {apiGroup: g, kind: K}, related: [{identifier: x, origin: service, kind: Secret, object: {reference: {path: spec.a}}}]}",
+        );
+        assert_eq!(unsupported_fields(&s), Vec::<String>::new());
+        let s = spec(
+            "{resource: {apiGroup: g, kind: K}, related: [{identifier: x, origin: service, kind: Secret, version: v1, object: {reference: {path: spec.a}}}]}",
         );
         assert_eq!(
             unsupported_fields(&s),
-            vec![RELATED_UNSUPPORTED.to_string()]
+            vec![
+                format!("spec.related[0]: {RELATED_KIND_XOR_GVR}"),
+                format!("spec.related[0]: {RELATED_RESOURCE_NEEDS_VERSION}"),
+            ]
         );
-        assert!(RELATED_UNSUPPORTED.starts_with("spec.related is not supported by syncweave yet"));
     }
 
     #[test]
@@ -524,9 +690,20 @@ mutation:
                 .map(|r| r["message"].as_str().unwrap().to_string())
                 .collect()
         };
+        assert_eq!(messages(spec), [NAMESPACE_FILTER_CLUSTER_SCOPED]);
         assert_eq!(
-            messages(spec),
-            [RELATED_UNSUPPORTED, NAMESPACE_FILTER_CLUSTER_SCOPED]
+            messages(&spec["properties"]["related"]["items"]),
+            [
+                RELATED_KIND_XOR_GVR,
+                RELATED_RESOURCE_NEEDS_VERSION,
+                RELATED_GROUP_NEEDS_GVR,
+                RELATED_IDENTITY_NEEDS_GVR,
+                RELATED_STATUS_NEEDS_WATCH,
+            ]
+        );
+        assert_eq!(
+            messages(&spec["properties"]["related"]["items"]["properties"]["watch"]),
+            [RELATED_WATCH_ONE]
         );
         assert_eq!(
             messages(&spec["properties"]["naming"]),

@@ -26,14 +26,33 @@ pub struct ExportError {
     source: kube::Error,
 }
 
+/// One permission claim: a group/resource in consumers' workspaces, with
+/// the identity hash of the export owning it (empty for built-in types).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub group: String,
+    pub resource: String,
+    pub identity_hash: String,
+}
+
+impl Claim {
+    pub fn new(group: &str, resource: &str) -> Claim {
+        Claim {
+            group: group.to_string(),
+            resource: resource.to_string(),
+            identity_hash: String::new(),
+        }
+    }
+}
+
 /// Update the export so it lists `schemas` (name per group/resource) and
-/// claims `claims` (group, resource). Returns whether anything changed.
+/// claims `claims`. Returns whether anything changed.
 pub async fn reconcile(
     client: &Client,
     export_name: &str,
     agent_name: &str,
     schemas: &BTreeMap<String, String>,
-    claims: &[(String, String)],
+    claims: &[Claim],
 ) -> Result<bool, ExportError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &kcpapi::apiexport());
     let err = |action| {
@@ -69,13 +88,19 @@ pub async fn reconcile(
         .cloned()
         .unwrap_or_default();
     let mut added_claims = Vec::new();
-    for (group, resource) in claims {
+    for claim in claims {
         let present = current_claims.iter().any(|c| {
-            c["group"].as_str().unwrap_or("") == group && c["resource"] == resource.as_str()
+            c["group"].as_str().unwrap_or("") == claim.group
+                && c["resource"] == claim.resource.as_str()
+                && c["identityHash"].as_str().unwrap_or("") == claim.identity_hash
         });
         if !present {
-            current_claims.push(json!({"group": group, "resource": resource, "all": true}));
-            added_claims.push(format!("{resource}.{group}"));
+            let mut c = json!({"group": claim.group, "resource": claim.resource, "all": true});
+            if !claim.identity_hash.is_empty() {
+                c["identityHash"] = json!(claim.identity_hash);
+            }
+            current_claims.push(c);
+            added_claims.push(format!("{}.{}", claim.resource, claim.group));
         }
     }
     current_claims.sort_by_key(|c| {

@@ -224,24 +224,8 @@ impl Publisher {
         }
 
         if self.enabled("apiexport") {
-            // As upstream: events always; namespaces as soon as one resource
-            // filters on them (the agent reads consumers' Namespaces).
-            let mut claims = vec![(String::new(), "events".to_string())];
-            if ready.iter().any(|(pr, _)| {
-                pr.spec
-                    .filter
-                    .as_ref()
-                    .is_some_and(|f| f.namespace.is_some())
-            }) {
-                claims.push((String::new(), "namespaces".to_string()));
-            }
-            // enableWorkspacePaths reads each consumer's LogicalCluster.
-            if ready
-                .iter()
-                .any(|(pr, _)| pr.spec.enable_workspace_paths == Some(true))
-            {
-                claims.push(("core.kcp.io".to_string(), "logicalclusters".to_string()));
-            }
+            let prs: Vec<&PublishedResource> = ready.iter().map(|(pr, _)| *pr).collect();
+            let claims = permission_claims(&prs, &schemas);
             apiexport::reconcile(
                 &self.kcp.export_client,
                 &self.kcp.export_name,
@@ -427,23 +411,31 @@ impl Publisher {
             })?),
             None => None,
         };
-        let ctx = SyncContext {
-            agent_name: self.cfg.agent_name.clone(),
-            published_resource: name.clone(),
-            remote: resolved.remote.clone(),
-            local: resolved.local.clone(),
-            kcp: self.kcp.clone(),
-            vw_url,
-            service: self.service.clone(),
-            state: StateStore::new(self.service.clone(), &self.cfg.namespace),
-            namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
-            mutator: self.plugins.mutator(pr).await?,
-            resource_filter,
-            namespace_filter,
-            workspace_paths: pr.spec.enable_workspace_paths == Some(true),
-            paths: Default::default(),
-            failures: Failures::new(self.wake.clone()),
-        };
+        let ctx =
+            SyncContext {
+                agent_name: self.cfg.agent_name.clone(),
+                published_resource: name.clone(),
+                remote: resolved.remote.clone(),
+                local: resolved.local.clone(),
+                kcp: self.kcp.clone(),
+                vw_url,
+                service: self.service.clone(),
+                state: StateStore::new(self.service.clone(), &self.cfg.namespace),
+                namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
+                mutator: self.plugins.mutator(pr).await?,
+                resource_filter,
+                namespace_filter,
+                workspace_paths: pr.spec.enable_workspace_paths == Some(true),
+                paths: Default::default(),
+                failures: Failures::new(self.wake.clone()),
+                related: crate::sync::related::build(&self.plugins, pr).await?,
+                templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
+                    true => Some(self.plugins.text_templates(pr)?
+                        as Arc<dyn crate::sync::related::Templates>),
+                    false => None,
+                },
+                related_kinds: Default::default(),
+            };
         let failures = ctx.failures.clone();
         let cancel = CancellationToken::new();
         tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));
@@ -498,6 +490,51 @@ impl Publisher {
     }
 }
 
+/// The APIExport's permission claims, as upstream: events always;
+/// namespaces as soon as one resource filters on them or has related
+/// resources; LogicalClusters with workspace paths; and every related
+/// resource's kcp-side type that the export does not own (`schemas`, by
+/// group/resource), with its identity hash.
+fn permission_claims(
+    prs: &[&PublishedResource],
+    schemas: &BTreeMap<String, String>,
+) -> Vec<apiexport::Claim> {
+    let mut claims = vec![apiexport::Claim::new("", "events")];
+    let namespaces = apiexport::Claim::new("", "namespaces");
+    let related: Vec<_> = prs
+        .iter()
+        .flat_map(|pr| pr.spec.related.iter().flatten())
+        .collect();
+    let namespace_filter = prs.iter().any(|pr| {
+        pr.spec
+            .filter
+            .as_ref()
+            .is_some_and(|f| f.namespace.is_some())
+    });
+    if namespace_filter || !related.is_empty() {
+        claims.push(namespaces);
+    }
+    if prs
+        .iter()
+        .any(|pr| pr.spec.enable_workspace_paths == Some(true))
+    {
+        claims.push(apiexport::Claim::new("core.kcp.io", "logicalclusters"));
+    }
+    for r in related {
+        let (group, _, resource) = crate::sync::related::kcp_gvr(r);
+        let owned = schemas.contains_key(&format!("{resource}.{group}"));
+        let claim = apiexport::Claim {
+            group,
+            resource,
+            identity_hash: r.identity_hash.clone().unwrap_or_default(),
+        };
+        if !owned && !claims.contains(&claim) {
+            claims.push(claim);
+        }
+    }
+    claims
+}
+
 async fn wake_on_events<S, T>(mut stream: S, wake: Arc<Notify>)
 where
     S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>> + Unpin,
@@ -522,6 +559,13 @@ where
 fn label_selector(
     sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
 ) -> Result<Selector, String> {
+    crate::selector::parse(&label_selector_string(sel)?).map_err(|e| e.to_string())
+}
+
+/// A metav1.LabelSelector as a label-selector string (for list calls).
+pub fn label_selector_string(
+    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Result<String, String> {
     let mut parts = Vec::new();
     for (k, v) in sel.match_labels.clone().unwrap_or_default() {
         parts.push(format!("{k}={v}"));
@@ -540,5 +584,57 @@ fn label_selector(
             }
         });
     }
-    crate::selector::parse(&parts.join(",")).map_err(|e| e.to_string())
+    let s = parts.join(",");
+    crate::selector::parse(&s).map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(yaml: &str) -> PublishedResource {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    fn names(claims: &[apiexport::Claim]) -> Vec<String> {
+        let mut v: Vec<String> = claims
+            .iter()
+            .map(|c| format!("{}/{}/{}", c.group, c.resource, c.identity_hash))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn claims_follow_related_resources() {
+        let plain =
+            pr("{metadata: {name: a}, spec: {resource: {apiGroup: example.com, kind: CronTab}}}");
+        let schemas = BTreeMap::from([(
+            "crontabs.example.com".to_string(),
+            "v1.crontabs.example.com".to_string(),
+        )]);
+        assert_eq!(names(&permission_claims(&[&plain], &schemas)), ["/events/"]);
+        let related = pr(r#"
+metadata: {name: b}
+spec:
+  resource: {apiGroup: example.com, kind: CronTab}
+  related:
+    - {identifier: s, origin: service, kind: Secret, object: {reference: {path: a}}}
+    - {identifier: c, origin: kcp, kind: ConfigMap, object: {reference: {path: a}}}
+    - {identifier: o, origin: service, group: example.com, version: v1, resource: crontabs, object: {reference: {path: a}}}
+    - {identifier: f, origin: kcp, group: other.io, version: v1, resource: things, identityHash: abc, object: {reference: {path: a}}}
+    - {identifier: p, origin: service, kind: Secret, projection: {resource: configmaps}, object: {reference: {path: a}}}
+"#);
+        assert_eq!(
+            names(&permission_claims(&[&plain, &related], &schemas)),
+            [
+                "/configmaps/",
+                "/events/",
+                "/namespaces/",
+                "/secrets/",
+                "other.io/things/abc"
+            ]
+        );
+    }
 }

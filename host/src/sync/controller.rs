@@ -66,6 +66,10 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(kcp_watch);
     tasks.spawn(local_watch);
+    // Related objects with `watch` enqueue their primary when they change.
+    for r in ctx.related.iter().filter(|r| r.spec.watch.is_some()) {
+        tasks.spawn(super::related::watch(ctx.clone(), r.index, queue.clone()));
+    }
     for _ in 0..WORKERS {
         let (ctx, queue) = (ctx.clone(), queue.clone());
         tasks.spawn(async move {
@@ -160,7 +164,7 @@ fn kcp_key(obj: &DynamicObject) -> Option<ObjectKey> {
 }
 
 /// Map a service-cluster copy back to the kcp object it came from.
-fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
+pub(super) fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
     let labels = obj.metadata.labels.as_ref()?;
     let ann = obj.metadata.annotations.as_ref()?;
     Some(ObjectKey {

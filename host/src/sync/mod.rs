@@ -4,7 +4,7 @@
 //! by the [`syncer`], which names the copy ([`naming`]), strips kcp-only
 //! metadata ([`strip`]), applies it to the service cluster with a three-way
 //! merge against the last state ([`state`], [`patch`]), and copies status
-//! back up.
+//! back up. Related objects (`spec.related`) follow the primary ([`related`]).
 
 pub mod controller;
 pub mod events;
@@ -13,6 +13,7 @@ pub mod labels;
 pub mod naming;
 pub mod patch;
 pub mod queue;
+pub mod related;
 pub mod state;
 pub mod strip;
 pub mod syncer;

@@ -83,6 +83,19 @@ impl StateStore {
         api_version: &str,
         kind: &str,
     ) -> Result<Option<Value>, kube::Error> {
+        self.get_entry(key, api_version, kind, key).await
+    }
+
+    /// The state of `entry` kept in the state Secret of the primary object
+    /// `key` (as upstream, related objects share their primary's Secret,
+    /// each under its own data key).
+    pub async fn get_entry(
+        &self,
+        key: &ObjectKey,
+        api_version: &str,
+        kind: &str,
+        entry: &ObjectKey,
+    ) -> Result<Option<Value>, kube::Error> {
         let Some(secret) = self
             .api
             .get_opt(&Self::secret_name(key, api_version, kind))
@@ -93,7 +106,7 @@ impl StateStore {
         let raw = secret
             .data
             .as_ref()
-            .and_then(|d| d.get(&Self::data_key(key)));
+            .and_then(|d| d.get(&Self::data_key(entry)));
         // A corrupt state is treated as no state: the syncer then falls back
         // to a full update, which repairs it.
         Ok(raw.and_then(|b| serde_json::from_slice(&b.0).ok()))
@@ -106,8 +119,20 @@ impl StateStore {
         kind: &str,
         state: &Value,
     ) -> Result<(), kube::Error> {
+        self.put_entry(key, api_version, kind, key, state).await
+    }
+
+    /// Store the state of `entry` in the state Secret of the primary `key`.
+    pub async fn put_entry(
+        &self,
+        key: &ObjectKey,
+        api_version: &str,
+        kind: &str,
+        entry: &ObjectKey,
+        state: &Value,
+    ) -> Result<(), kube::Error> {
         let name = Self::secret_name(key, api_version, kind);
-        let data_key = Self::data_key(key);
+        let data_key = Self::data_key(entry);
         let bytes = ByteString(Self::encode_state(state));
         let labels = Self::secret_labels(key);
         match self.api.get_opt(&name).await? {

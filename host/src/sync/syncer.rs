@@ -6,7 +6,9 @@
 //! 1. deletion: delete the copy, wait for it to go, release the finalizer;
 //! 2. finalizer: make sure the kcp object carries ours before any copy exists;
 //! 3. spec down: create, adopt or three-way-patch the copy;
-//! 4. status up: replace the kcp object's status with the copy's.
+//! 4. status up: replace the kcp object's status with the copy's;
+//! 5. related objects ([`super::related`]), once the primary is in sync
+//!    (and, in delete mode, first thing on deletion).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -106,6 +108,12 @@ pub struct SyncContext {
     /// Objects whose last reconcile failed (for the PublishedResource's
     /// condition).
     pub failures: Arc<Failures>,
+    /// `spec.related`, in order.
+    pub related: Vec<super::related::Related>,
+    /// Evaluates related-object templates (in the sandbox).
+    pub templates: Option<Arc<dyn super::related::Templates>>,
+    /// Discovered kinds of related resources, by side and GVR.
+    pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -141,6 +149,14 @@ pub enum SyncError {
     NoWorkspacePath(String),
     #[error(transparent)]
     Kcp(#[from] crate::kcp::KcpError),
+    #[error("related resource {0}")]
+    Related(Box<super::related::RelatedError>),
+}
+
+impl From<super::related::RelatedError> for SyncError {
+    fn from(e: super::related::RelatedError) -> Self {
+        SyncError::Related(Box::new(e))
+    }
 }
 
 fn kerr(
@@ -158,7 +174,7 @@ fn kerr(
 const REQUEUE_SOON: Duration = Duration::from_secs(1);
 
 impl SyncContext {
-    fn kcp_api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, SyncError> {
+    pub(super) fn kcp_api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, SyncError> {
         let client = self.kcp.vw_client(&self.vw_url, &key.cluster)?;
         Ok(match &key.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &self.remote.ar),
@@ -273,7 +289,14 @@ impl SyncContext {
 
     /// Record an Event about the kcp object `remote` in its workspace, in the
     /// background (events never hold up or fail a sync).
-    fn emit(&self, key: &ObjectKey, remote: &Value, warning: bool, reason: &str, message: String) {
+    pub(super) fn emit(
+        &self,
+        key: &ObjectKey,
+        remote: &Value,
+        warning: bool,
+        reason: &str,
+        message: String,
+    ) {
         let Ok(obj) = serde_json::from_value::<DynamicObject>(remote.clone()) else {
             return;
         };
@@ -382,6 +405,20 @@ impl SyncContext {
             self.sync_status(key, &origin, &kcp_api, &remote_json, local)
                 .await?;
         }
+        // The primary is in sync: now its related objects.
+        if let Some(local) = &local
+            && !self.related.is_empty()
+        {
+            let pair = super::related::PrimaryPair {
+                key,
+                origin: &origin,
+                remote: &remote_json,
+                local: &serde_json::to_value(local).expect("object serializes"),
+            };
+            if let Some(outcome) = self.process_related(&pair, false).await? {
+                return Ok(outcome);
+            }
+        }
         Ok(Outcome::Done)
     }
 
@@ -416,6 +453,24 @@ impl SyncContext {
             return Ok(Outcome::Done);
         }
         if let Some(local) = self.find_local(key).await? {
+            // Related objects first, in delete mode (while both primaries
+            // still exist to resolve them).
+            if !self.related.is_empty() && local.metadata.deletion_timestamp.is_none() {
+                let path = self.workspace_path(&key.cluster).await?;
+                let origin = Origin {
+                    cluster: &key.cluster,
+                    path: path.as_deref(),
+                };
+                let pair = super::related::PrimaryPair {
+                    key,
+                    origin: &origin,
+                    remote: &serde_json::to_value(remote).expect("object serializes"),
+                    local: &serde_json::to_value(&local).expect("object serializes"),
+                };
+                if let Some(outcome) = self.process_related(&pair, true).await? {
+                    return Ok(outcome);
+                }
+            }
             if local.metadata.deletion_timestamp.is_none() {
                 let ns = local.metadata.namespace.as_deref();
                 let name = local.metadata.name.clone().unwrap_or_default();

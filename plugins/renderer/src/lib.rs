@@ -17,6 +17,9 @@
 //!   reproduced.
 //! - `template`: used when the call's template argument is empty, so that a
 //!   config alone is a complete example (fixtures, `syncweave plugin test`).
+//! - `output`: `objects` (default) decodes the rendered text into objects;
+//!   `text` returns it as one object `{"text": …}`, trimmed like upstream
+//!   api-syncagent's template values (related-object names and selectors).
 //!
 //! Values: a JSON object. With `gotemplate` its top-level keys are the
 //! fields of a struct, as upstream's render context is: `{{ .ClusterName }}`
@@ -53,6 +56,19 @@ pub struct Config {
     pub html_escape: Option<bool>,
     #[serde(default)]
     pub template: Option<String>,
+    #[serde(default)]
+    pub output: Output,
+}
+
+/// What `render` returns.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Output {
+    /// The rendered documents, decoded into objects.
+    #[default]
+    Objects,
+    /// `[{"text": "<rendered text, trimmed>"}]`.
+    Text,
 }
 
 impl Config {
@@ -62,7 +78,7 @@ impl Config {
             return Ok(Config::default());
         }
         Config::deserialize(config)
-            .map_err(|e| format!("{e} (valid fields: engine, htmlEscape, template)"))
+            .map_err(|e| format!("{e} (valid fields: engine, htmlEscape, template, output)"))
     }
 
     /// Whether output is HTML-escaped: explicit setting, else upstream's
@@ -117,6 +133,12 @@ impl Renderer for GoOrHandlebars {
                 "template": {
                     "type": "string",
                     "description": "Template to render when the call passes an empty one (examples, `syncweave plugin test`)."
+                },
+                "output": {
+                    "type": "string",
+                    "enum": ["objects", "text"],
+                    "default": "objects",
+                    "description": "objects: decode the rendered YAML/JSON into objects; text: return [{\"text\": <rendered text, trimmed>}]."
                 }
             }
         }))
@@ -141,6 +163,14 @@ impl Renderer for GoOrHandlebars {
             .expect(json!([
                 {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "abc"}, "data": {"joined": "abc&#43;root:abc"}}
             ])),
+        )
+        .example(
+            Fixture::new(
+                "text output (related-object names)",
+                json!({"output": "text", "htmlEscape": false, "template": " {{ .Object.spec.secretName }}-copy\n"}),
+                json!({"Object": {"spec": {"secretName": "a&b"}}}),
+            )
+            .expect(json!([{"text": "a&b-copy"}])),
         )
         .example(
             Fixture::new(
@@ -189,6 +219,9 @@ impl Renderer for GoOrHandlebars {
                 PluginError::InvalidInput(format!("failed to execute template: {e}"))
             })?,
         };
+        if cfg.output == Output::Text {
+            return Ok(vec![json!({"text": text.trim()})]);
+        }
         let docs = documents::decode(&text)
             .map_err(|e| PluginError::InvalidInput(format!("failed to decode YAML: {e}")))?;
         Ok(docs.into_iter().map(Value::Object).collect())

@@ -26,12 +26,25 @@ fn examples_render_what_they_promise() {
     // Examples carry their template in the config and render with an empty
     // template argument, as a host self-test would call them.
     let info = GoOrHandlebars::info();
-    assert_eq!(info.examples.len(), 3);
+    assert_eq!(info.examples.len(), 4);
     for f in &info.examples {
         GoOrHandlebars::validate_config(&f.config).unwrap();
         let got = ok(f.config.clone(), "", f.input.clone());
         assert_eq!(Some(Value::Array(got)), f.expected, "example {:?}", f.name);
     }
+}
+
+#[test]
+fn text_output_is_the_trimmed_text_without_decoding() {
+    let cfg = json!({"output": "text", "htmlEscape": false});
+    assert_eq!(
+        ok(cfg.clone(), "  {{ .ClusterName }}: <b>&\n", cluster()),
+        vec![json!({"text": "2x8fkdtr3b1z: <b>&"})]
+    );
+    // Empty output is an empty text, not "no documents".
+    assert_eq!(ok(cfg, "{{ \"\" }}", cluster()), vec![json!({"text": ""})]);
+    let e = GoOrHandlebars::validate_config(&json!({"output": "yaml"})).unwrap_err();
+    assert!(e.contains("output"), "{e}");
 }
 
 #[test]
