@@ -21,6 +21,25 @@ pub struct Selector(pub Vec<Requirement>);
 #[error("{0}")]
 pub struct SelectorError(String);
 
+/// A metav1 LabelSelectorRequirement in label-selector syntax
+/// (`key in (a,b)`, `!key`, …).
+pub fn requirement_string(
+    e: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement,
+) -> Result<String, String> {
+    let vals = e.values.clone().unwrap_or_default().join(",");
+    Ok(match e.operator.as_str() {
+        "In" => format!("{} in ({vals})", e.key),
+        "NotIn" => format!("{} notin ({vals})", e.key),
+        "Exists" => e.key.clone(),
+        "DoesNotExist" => format!("!{}", e.key),
+        op => {
+            return Err(format!(
+                "unknown operator {op:?} (use In, NotIn, Exists or DoesNotExist)"
+            ));
+        }
+    })
+}
+
 pub fn parse(s: &str) -> Result<Selector, SelectorError> {
     let mut reqs = Vec::new();
     for part in split_top_level(s)? {

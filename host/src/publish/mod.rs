@@ -571,18 +571,7 @@ pub fn label_selector_string(
         parts.push(format!("{k}={v}"));
     }
     for e in sel.match_expressions.clone().unwrap_or_default() {
-        let vals = e.values.clone().unwrap_or_default().join(",");
-        parts.push(match e.operator.as_str() {
-            "In" => format!("{} in ({vals})", e.key),
-            "NotIn" => format!("{} notin ({vals})", e.key),
-            "Exists" => e.key.clone(),
-            "DoesNotExist" => format!("!{}", e.key),
-            op => {
-                return Err(format!(
-                    "unknown operator {op:?} (use In, NotIn, Exists or DoesNotExist)"
-                ));
-            }
-        });
+        parts.push(crate::selector::requirement_string(&e)?);
     }
     let s = parts.join(",");
     crate::selector::parse(&s).map_err(|e| e.to_string())?;

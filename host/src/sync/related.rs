@@ -375,18 +375,10 @@ impl Primaries<'_> {
             }
         }
         for e in sel.match_expressions.clone().unwrap_or_default() {
-            let vals = e.values.clone().unwrap_or_default().join(",");
-            parts.push(match e.operator.as_str() {
-                "In" => format!("{} in ({vals})", e.key),
-                "NotIn" => format!("{} notin ({vals})", e.key),
-                "Exists" => e.key.clone(),
-                "DoesNotExist" => format!("!{}", e.key),
-                op => {
-                    return Err(format!(
-                        "matchExpressions: unknown operator {op:?} (use In, NotIn, Exists or DoesNotExist)"
-                    ));
-                }
-            });
+            parts.push(
+                crate::selector::requirement_string(&e)
+                    .map_err(|e| format!("matchExpressions: {e}"))?,
+            );
         }
         parts.sort();
         Ok(parts.join(","))
@@ -991,7 +983,10 @@ impl SyncContext {
                     ))?;
                 match last {
                     Some(last) => {
-                        let patch = patch::diff(&strip_identity(&last), &strip_identity(&state));
+                        let patch = patch::diff(
+                            &super::syncer::without_identity(&last),
+                            &super::syncer::without_identity(&state),
+                        );
                         if let Some(patch) =
                             patch.filter(|p| p.as_object().is_some_and(|m| !m.is_empty()))
                         {
@@ -1161,19 +1156,6 @@ async fn ensure_kcp_namespace(client: &Client, ns: &str) -> Result<(), kube::Err
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-fn strip_identity(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("apiVersion");
-        m.remove("kind");
-    }
-    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("name");
-        meta.remove("namespace");
-    }
-    v
 }
 
 // ---------------------------------------------------------------------------

@@ -839,7 +839,7 @@ impl SyncContext {
 
 /// apiVersion/kind/name/namespace differ between kcp and service sides by
 /// design; they are never part of a patch.
-fn without_identity(v: &Value) -> Value {
+pub(super) fn without_identity(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.as_object_mut() {
         m.remove("apiVersion");
