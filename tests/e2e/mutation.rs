@@ -309,3 +309,54 @@ async fn wasmplugin_digest_rollover_reaches_running_syncs() {
     )
     .await;
 }
+
+/// As upstream, spec mutations see the kcp object before kcp-only metadata
+/// is stripped (its uid, here) and, before a copy exists, the projected copy
+/// as `other` (its name on the service cluster).
+#[tokio::test(flavor = "multi_thread")]
+async fn mutations_see_the_unstripped_source_and_the_projected_other() {
+    let env = Env::start("mutother", crate::binary()).await;
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  mutation:\n    spec:\n      - cel: {{path: spec.image, expression: \"self.metadata.uid + '|' + other.metadata.name\"}}\n"
+    ))
+    .await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let created = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some("default"),
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "seen", "namespace": "default"},
+            "spec": {"cronSpec": "0 * * * *", "image": "i"},
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let local = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some(&consumer.cluster),
+    );
+    let copy = eventually("the mutated copy", WAIT, || async {
+        let list = local
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list.items.into_iter().next())
+    })
+    .await;
+    let local_name = copy.metadata.name.clone().unwrap();
+    assert_eq!(
+        str_at(&copy, "/spec/image"),
+        Some(format!("{uid}|{local_name}").as_str()),
+        "self is the unstripped kcp object, other the projected copy"
+    );
+}

@@ -628,3 +628,70 @@ async fn events_and_failing_objects_are_reported() {
     })
     .await;
 }
+
+/// A CRD without a status subresource: `status` is an ordinary field, synced
+/// down with the rest of the object, and the agent never calls `/status`
+/// (which would answer 404 forever): the resource stays Ready.
+#[tokio::test(flavor = "multi_thread")]
+async fn status_without_subresource_is_an_ordinary_field() {
+    let env = Env::start("nostatus", crate::binary()).await;
+    apply_crds(
+        &env.service_client,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}\n          status: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )
+    .await
+    .expect("Note CRD");
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-notes}\nspec:\n  resource: {apiGroup: example.com, kind: Note, versions: [v1]}\n",
+    )
+    .await;
+    env.wait_for_schema("publish-notes").await;
+    let (consumer, client) = env
+        .consumer_serving(
+            "consumer",
+            &[("", "events")],
+            &gvk("example.com", "v1", "Note"),
+            "notes",
+        )
+        .await;
+    dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some("default"),
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Note",
+            "metadata": {"name": "memo", "namespace": "default"},
+            "spec": {"text": "hello"},
+            "status": {"written": "by the consumer"},
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let local = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some(&consumer.cluster),
+    );
+    let copy = wait_for_copy(
+        &local,
+        &format!("{}-{}", sha3short("default"), sha3short("memo")),
+        "the Note on the service cluster",
+    )
+    .await;
+    assert_eq!(copy.data["spec"]["text"], "hello");
+    assert_eq!(
+        copy.data["status"]["written"], "by the consumer",
+        "status synced down as a field"
+    );
+    // Some resyncs later, nothing has failed (no /status calls).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    env.wait_for_ready("publish-notes", "True", "Syncing").await;
+    let log = env.agent.as_ref().unwrap().log_tail(400);
+    assert!(!log.contains("reconciling failed"), "{log}");
+}
