@@ -10,7 +10,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
-use sha3::{Digest, Sha3_256};
 use syncweave::sync::ObjectKey;
 use syncweave::sync::labels::*;
 use syncweave::sync::state::StateStore;
@@ -20,10 +19,6 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
 
-fn sha3short(s: &str) -> String {
-    hex::encode(Sha3_256::digest(s.as_bytes()))[..20].to_string()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn adopts_objects_synced_by_upstream_without_touching_them() {
     let mut env = Env::prepare("adopt", crate::binary()).await;
@@ -31,13 +26,8 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
     env.start_agent(&["--disabled-controllers=sync"]);
     env.publish().await;
     let (consumer, client) = env.consumer("consumer").await;
-    let crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
-    let created = crontabs
+    let kcp_crontabs = crontabs(&client, "default");
+    let created = kcp_crontabs
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({
@@ -54,7 +44,7 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
 
     // What upstream left behind: its finalizer on the kcp object, the copy
     // (with a provider-local field and status), and its state Secret.
-    crontabs
+    kcp_crontabs
         .patch(
             "legacy",
             &PatchParams::default(),
@@ -62,25 +52,20 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
         )
         .await
         .unwrap();
-    let remote = crontabs.get("legacy").await.unwrap();
+    let remote = kcp_crontabs.get("legacy").await.unwrap();
     let key = ObjectKey {
         cluster: consumer.cluster.clone(),
         namespace: Some("default".into()),
         name: "legacy".into(),
     };
-    let local_name = format!("{}-{}", sha3short("default"), sha3short("legacy"));
+    let local_name = default_copy_name("default", "legacy");
     apply(
         &env.service_client,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": consumer.cluster}}),
     )
     .await
     .unwrap();
-    let local = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&consumer.cluster),
-    );
+    let local = crontabs(&env.service_client, &consumer.cluster);
     let copy = local
         .create(
             &PostParams::default(),
@@ -145,7 +130,7 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
     env.start_agent(&[]);
     // It has processed the object once the copy's status is up in kcp.
     eventually("status synced up by syncweave", WAIT, || async {
-        let o = get_opt(&crontabs, "legacy").await?;
+        let o = get_opt(&kcp_crontabs, "legacy").await?;
         Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
     })
     .await;
@@ -186,7 +171,7 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
 
     // And the adopted state drives the next change: a kcp edit is patched in,
     // the local-only field still survives.
-    crontabs
+    kcp_crontabs
         .patch(
             "legacy",
             &PatchParams::default(),

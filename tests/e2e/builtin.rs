@@ -6,15 +6,10 @@ use std::time::Duration;
 
 use kube::api::PostParams;
 use serde_json::json;
-use sha3::{Digest, Sha3_256};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
-
-fn sha3short(s: &str) -> String {
-    hex::encode(Sha3_256::digest(s.as_bytes()))[..20].to_string()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn deployments_are_published_from_openapi() {
@@ -81,7 +76,7 @@ async fn deployments_are_published_from_openapi() {
         "deployments",
         Some(&consumer.cluster),
     );
-    let name = format!("{}-{}", sha3short("default"), sha3short("web"));
+    let name = default_copy_name("default", "web");
     let copy = eventually("the Deployment on the service cluster", WAIT, || async {
         get_opt(&local, &name).await
     })

@@ -68,12 +68,7 @@ spec:
     );
     env.publish_yaml(&pr).await;
     let (consumer, client) = env.consumer("consumer").await;
-    let kcp_api = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let kcp_api = crontabs(&client, "default");
     let obj = json!({
         "apiVersion": "example.com/v1", "kind": "CronTab",
         "metadata": {"name": "job", "namespace": "default"},
@@ -88,12 +83,7 @@ spec:
         .unwrap();
 
     let ns = format!("team-{}", consumer.cluster);
-    let local = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&ns),
-    );
+    let local = crontabs(&env.service_client, &ns);
     let copy = eventually("the templated copy", WAIT, || async {
         get_opt(&local, "job-copy").await
     })
@@ -243,29 +233,19 @@ async fn wasmplugin_digest_rollover_reaches_running_syncs() {
     ))
     .await;
     let (consumer, client) = env.consumer("consumer").await;
-    dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    )
-    .create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": "CronTab",
-            "metadata": {"name": "stamped", "namespace": "default"},
-            "spec": {"cronSpec": "0 * * * *", "image": "i"},
-        }))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
-    let local = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&consumer.cluster),
-    );
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "example.com/v1", "kind": "CronTab",
+                "metadata": {"name": "stamped", "namespace": "default"},
+                "spec": {"cronSpec": "0 * * * *", "image": "i"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let local = crontabs(&env.service_client, &consumer.cluster);
     let stamp = |want: &'static str| {
         let local = local.clone();
         async move {
@@ -321,30 +301,20 @@ async fn mutations_see_the_unstripped_source_and_the_projected_other() {
     ))
     .await;
     let (consumer, client) = env.consumer("consumer").await;
-    let created = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    )
-    .create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": "CronTab",
-            "metadata": {"name": "seen", "namespace": "default"},
-            "spec": {"cronSpec": "0 * * * *", "image": "i"},
-        }))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+    let created = crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "example.com/v1", "kind": "CronTab",
+                "metadata": {"name": "seen", "namespace": "default"},
+                "spec": {"cronSpec": "0 * * * *", "image": "i"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
     let uid = created.metadata.uid.clone().unwrap();
-    let local = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&consumer.cluster),
-    );
+    let local = crontabs(&env.service_client, &consumer.cluster);
     let copy = eventually("the mutated copy", WAIT, || async {
         let list = local
             .list(&Default::default())

@@ -9,15 +9,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sha3::{Digest, Sha3_256};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
-
-fn sha3short(s: &str) -> String {
-    hex::encode(Sha3_256::digest(s.as_bytes()))[..20].to_string()
-}
 
 /// The CronTab PublishedResource with three related resources:
 /// - `creds`: a Secret the provider's operator writes next to the copy
@@ -123,12 +118,7 @@ async fn syncs_related_objects_both_ways_and_cleans_up() {
             ],
         )
         .await;
-    let kcp_crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let kcp_crontabs = crontabs(&client, "default");
     kcp_crontabs
         .create(
             &PostParams::default(),
@@ -143,13 +133,8 @@ async fn syncs_related_objects_both_ways_and_cleans_up() {
         .await
         .unwrap();
     let local_ns = consumer.cluster.clone();
-    let local_name = format!("{}-{}", sha3short("default"), sha3short("db"));
-    let local_crontabs = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&local_ns),
-    );
+    let local_name = default_copy_name("default", "db");
+    let local_crontabs = crontabs(&env.service_client, &local_ns);
     eventually("the copy on the service cluster", WAIT, || async {
         get_opt(&local_crontabs, &local_name).await
     })
@@ -435,12 +420,7 @@ spec:
             &[("", "events"), ("", "configmaps"), ("", "namespaces")],
         )
         .await;
-    let kcp_crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let kcp_crontabs = crontabs(&client, "default");
     let primary = kcp_crontabs
         .create(
             &PostParams::default(),

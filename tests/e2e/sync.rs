@@ -4,33 +4,14 @@ use std::time::Duration;
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use sha3::{Digest, Sha3_256};
 use syncweave_tests::*;
 
 use syncweave_tests::env::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn sha3short(s: &str) -> String {
-    hex::encode(Sha3_256::digest(s.as_bytes()))[..20].to_string()
-}
-
-fn crontab(name: &str, image: &str) -> Value {
-    json!({
-        "apiVersion": "example.com/v1",
-        "kind": "CronTab",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"cronSpec": "* * * * */5", "image": image, "replicas": 1},
-    })
-}
-
 fn service_crontabs(env: &Env, namespace: &str) -> Api<DynamicObject> {
-    dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(namespace),
-    )
+    crontabs(&env.service_client, namespace)
 }
 
 async fn wait_for_copy(api: &Api<DynamicObject>, name: &str, what: &str) -> DynamicObject {
@@ -106,12 +87,7 @@ async fn syncs_object_lifecycle() {
     let env = Env::start("lifecycle", crate::binary()).await;
     env.publish().await;
     let (consumer, client) = env.consumer("consumer").await;
-    let kcp_crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let kcp_crontabs = crontabs(&client, "default");
     kcp_crontabs
         .create(
             &PostParams::default(),
@@ -121,7 +97,7 @@ async fn syncs_object_lifecycle() {
         .unwrap();
 
     // Down: namespace = consumer's logical cluster, name = sha3short(ns)-sha3short(name).
-    let local_name = format!("{}-{}", sha3short("default"), sha3short("my-crontab"));
+    let local_name = default_copy_name("default", "my-crontab");
     let local_api = service_crontabs(&env, &consumer.cluster);
     let copy = wait_for_copy(&local_api, &local_name, "copy on the service cluster").await;
     assert_eq!(str_at(&copy, "/spec/image"), Some("image-1"));
@@ -237,18 +213,8 @@ async fn same_name_in_two_workspaces() {
     let (ws_a, client_a) = env.consumer("consumer-a").await;
     let (ws_b, client_b) = env.consumer("consumer-b").await;
     assert_ne!(ws_a.cluster, ws_b.cluster);
-    let api_a = dynamic_api(
-        &client_a,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
-    let api_b = dynamic_api(
-        &client_b,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let api_a = crontabs(&client_a, "default");
+    let api_b = crontabs(&client_b, "default");
     api_a
         .create(
             &PostParams::default(),
@@ -264,7 +230,7 @@ async fn same_name_in_two_workspaces() {
         .await
         .unwrap();
 
-    let local_name = format!("{}-{}", sha3short("default"), sha3short("shared"));
+    let local_name = default_copy_name("default", "shared");
     let local_a = service_crontabs(&env, &ws_a.cluster);
     let local_b = service_crontabs(&env, &ws_b.cluster);
     let copy_a = wait_for_copy(&local_a, &local_name, "copy of consumer-a's object").await;
@@ -390,12 +356,7 @@ async fn namespace_filter_excludes_other_namespaces() {
         .unwrap();
         let mut obj = crontab(&format!("in-{ns}"), "img");
         obj["metadata"]["namespace"] = json!(ns);
-        let api = dynamic_api(
-            &client,
-            &gvk("example.com", "v1", "CronTab"),
-            "crontabs",
-            Some(ns),
-        );
+        let api = crontabs(&client, ns);
         eventually(&format!("creating a CronTab in {ns}"), WAIT, || async {
             api.create(
                 &PostParams::default(),
@@ -411,7 +372,7 @@ async fn namespace_filter_excludes_other_namespaces() {
     let copies = service_crontabs(&env, &consumer.cluster);
     let allowed = wait_for_copy(
         &copies,
-        &format!("{}-{}", sha3short("allowed"), sha3short("in-allowed")),
+        &default_copy_name("allowed", "in-allowed"),
         "the copy of the object in the allowed namespace",
     )
     .await;
@@ -442,18 +403,10 @@ async fn namespace_filter_excludes_other_namespaces() {
         "only the allowed object is copied: {names:?}"
     );
     // And it carries no finalizer of ours: the agent never accepted it.
-    let excluded = get_opt(
-        &dynamic_api(
-            &client,
-            &gvk("example.com", "v1", "CronTab"),
-            "crontabs",
-            Some("excluded"),
-        ),
-        "in-excluded",
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let excluded = get_opt(&crontabs(&client, "excluded"), "in-excluded")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(excluded.metadata.finalizers.unwrap_or_default().is_empty());
 }
 
@@ -476,13 +429,8 @@ async fn workspace_paths_and_status_round_trip() {
             &[("", "events"), ("core.kcp.io", "logicalclusters")],
         )
         .await;
-    let crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
-    crontabs
+    let kcp_crontabs = crontabs(&client, "default");
+    kcp_crontabs
         .create(
             &PostParams::default(),
             &serde_json::from_value(crontab("pathy", "img")).unwrap(),
@@ -492,7 +440,7 @@ async fn workspace_paths_and_status_round_trip() {
 
     let namespace = consumer.path.replace(':', "-");
     let local = service_crontabs(&env, &namespace);
-    let name = format!("{}-{}", sha3short("default"), sha3short("pathy"));
+    let name = default_copy_name("default", "pathy");
     let copy = wait_for_copy(
         &local,
         &name,
@@ -512,7 +460,7 @@ async fn workspace_paths_and_status_round_trip() {
         .await
         .unwrap();
     eventually("status in kcp", WAIT, || async {
-        let o = get_opt(&crontabs, "pathy").await?;
+        let o = get_opt(&kcp_crontabs, "pathy").await?;
         Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
     })
     .await;
@@ -523,7 +471,7 @@ async fn workspace_paths_and_status_round_trip() {
         .await
         .unwrap();
     eventually("status cleared in kcp", WAIT, || async {
-        let o = get_opt(&crontabs, "pathy").await?;
+        let o = get_opt(&kcp_crontabs, "pathy").await?;
         Ok(o.filter(|o| {
             o.data
                 .get("status")
@@ -546,13 +494,8 @@ async fn events_and_failing_objects_are_reported() {
     );
     env.publish_yaml(&broken).await;
     let (_consumer, client) = env.consumer("consumer").await;
-    let crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
-    crontabs
+    let kcp_crontabs = crontabs(&client, "default");
+    kcp_crontabs
         .create(
             &PostParams::default(),
             &serde_json::from_value(crontab("evented", "img")).unwrap(),
@@ -680,7 +623,7 @@ async fn status_without_subresource_is_an_ordinary_field() {
     );
     let copy = wait_for_copy(
         &local,
-        &format!("{}-{}", sha3short("default"), sha3short("memo")),
+        &default_copy_name("default", "memo"),
         "the Note on the service cluster",
     )
     .await;

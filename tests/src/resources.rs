@@ -129,3 +129,34 @@ pub async fn get_opt(
 pub fn str_at<'a>(obj: &'a DynamicObject, pointer: &str) -> Option<&'a str> {
     obj.data.pointer(pointer).and_then(Value::as_str)
 }
+
+/// The CronTab API of the examples (`example.com/v1`) in `namespace`.
+pub fn crontabs(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    dynamic_api(
+        client,
+        &gvk("example.com", "v1", "CronTab"),
+        "crontabs",
+        Some(namespace),
+    )
+}
+
+/// A CronTab `name` in namespace `default`.
+pub fn crontab(name: &str, image: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "example.com/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"cronSpec": "* * * * */5", "image": image, "replicas": 1},
+    })
+}
+
+/// Upstream's `sha3short`: the first 20 hex digits of SHA3-256.
+pub fn sha3short(s: &str) -> String {
+    use sha3::Digest;
+    hex::encode(sha3::Sha3_256::digest(s.as_bytes()))[..20].to_string()
+}
+
+/// The default name of the service copy of `namespace/name`.
+pub fn default_copy_name(namespace: &str, name: &str) -> String {
+    format!("{}-{}", sha3short(namespace), sha3short(name))
+}

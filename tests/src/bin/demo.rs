@@ -128,23 +128,13 @@ async fn demo() -> anyhow::Result<()> {
         "consumer workspace {} (logical cluster {}) bound to {EXPORT}",
         consumer.path, consumer.cluster
     ));
-    let crontabs = dynamic_api(
-        &client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some("default"),
-    );
+    let kcp_crontabs = crontabs(&client, "default");
     let obj = serde_yaml_ng::from_str(include_str!("../../../examples/crontab/crontab.yaml"))?;
-    crontabs.create(&PostParams::default(), &obj).await?;
+    kcp_crontabs.create(&PostParams::default(), &obj).await?;
     ok("created CronTab default/my-crontab (spec.image: my-cron-image)");
 
     step("Waiting for the object on the service cluster");
-    let local = dynamic_api(
-        &env.service_client,
-        &gvk("example.com", "v1", "CronTab"),
-        "crontabs",
-        Some(&consumer.cluster),
-    );
+    let local = crontabs(&env.service_client, &consumer.cluster);
     let copy = eventually(
         "the service-cluster copy",
         Duration::from_secs(60),
@@ -176,7 +166,7 @@ async fn demo() -> anyhow::Result<()> {
         "status in the consumer workspace",
         Duration::from_secs(60),
         || async {
-            let o = get_opt(&crontabs, "my-crontab").await?;
+            let o = get_opt(&kcp_crontabs, "my-crontab").await?;
             Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
         },
     )
