@@ -2,11 +2,18 @@
 //! mutation. Every rule runs as a Wasm component in the sandboxed runtime:
 //! upstream's declarative rules run in the built-in plugins (`projection`,
 //! `naming`, `mutation`), and `wasm` rules run the plugin they name.
+//!
+//! Every guest call runs on Tokio's blocking pool through the runtime's
+//! [`CallPool`], so a slow plugin never holds up an async worker (lease
+//! renewal, watches), and all calls together use at most one thread per core.
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, World, object_json};
+use syncweave_runtime::{
+    CallContext, CallPool, Direction, Plugin, PluginFailure, Runtime, World, object_json,
+};
 
 use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, WasmUse};
@@ -41,6 +48,30 @@ fn pr_name(pr: &PublishedResource) -> String {
     pr.metadata.name.clone().unwrap_or_default()
 }
 
+fn plugin_err(pr: &PublishedResource, field: &str) -> impl Fn(PluginFailure) -> PluginSetupError {
+    let pr = pr_name(pr);
+    let field = field.to_string();
+    move |source| PluginSetupError::Plugin {
+        pr: pr.clone(),
+        field: field.clone(),
+        source: Box::new(source),
+    }
+}
+
+/// A PublishedResource's spec is JSON from the API server; converting a part
+/// of it back can only fail on a bug, but it is reported, not panicked on.
+fn spec_json<T: serde::Serialize>(
+    pr: &PublishedResource,
+    field: &str,
+    v: &T,
+) -> Result<Value, PluginSetupError> {
+    serde_json::to_value(v).map_err(|e| PluginSetupError::Field {
+        pr: pr_name(pr),
+        field: field.into(),
+        message: format!("cannot convert to JSON: {e}"),
+    })
+}
+
 impl PluginHost {
     pub fn new(runtime: Runtime, resolver: PluginResolver) -> Self {
         PluginHost {
@@ -51,6 +82,26 @@ impl PluginHost {
 
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// Where every guest call runs (shared with all users of the runtime).
+    fn pool(&self) -> &CallPool {
+        self.runtime.call_pool()
+    }
+
+    /// `validate_config` of `plugin`, on the call pool.
+    async fn validate(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        plugin: &Arc<Plugin>,
+        config: &str,
+    ) -> Result<(), PluginSetupError> {
+        let config = config.to_string();
+        self.pool()
+            .run(plugin, move |p| p.validate_config(&config))
+            .await
+            .map_err(plugin_err(pr, field))
     }
 
     /// The WasmPlugins known to the agent (what `plugin:` uses resolve to).
@@ -66,11 +117,7 @@ impl PluginHost {
     ) -> Result<Arc<Plugin>, PluginSetupError> {
         self.runtime
             .load_builtin(name)
-            .map_err(|source| PluginSetupError::Plugin {
-                pr: pr_name(pr),
-                field: field.into(),
-                source: Box::new(source),
-            })
+            .map_err(plugin_err(pr, field))
     }
 
     /// Resolve the plugin a `wasm` use names (a WasmPlugin, or an inline
@@ -103,42 +150,51 @@ impl PluginHost {
         crd: &Value,
     ) -> Result<Value, PluginSetupError> {
         let builtin = self.builtin(pr, "spec.projection", "projection")?;
-        let mut projection = serde_json::to_value(&pr.spec.projection).expect("serializes");
+        let mut projection = spec_json(pr, "spec.projection", &pr.spec.projection)?;
         if let Some(p) = projection.as_object_mut() {
             p.remove("wasm");
         }
-        let config = json!({"resource": pr.spec.resource, "projection": projection}).to_string();
-        let call = |plugin: &Plugin,
-                    field: &str,
-                    config: &str,
-                    crd: &str|
-         -> Result<Value, PluginSetupError> {
-            let out = plugin
-                .project(config, crd)
-                .map_err(|source| PluginSetupError::Plugin {
-                    pr: pr_name(pr),
-                    field: field.into(),
-                    source: Box::new(source),
-                })?;
-            serde_json::from_str(&out).map_err(|e| PluginSetupError::Field {
-                pr: pr_name(pr),
-                field: field.into(),
-                message: format!("projector returned invalid JSON: {e}"),
-            })
-        };
-        let mut projected = call(&builtin, "spec.projection", &config, &crd.to_string())?;
+        let resource = spec_json(pr, "spec.resource", &pr.spec.resource)?;
+        let config = json!({"resource": resource, "projection": projection}).to_string();
+        let mut projected = self
+            .project_with(pr, "spec.projection", &builtin, config, crd.to_string())
+            .await?;
         if let Some(u) = pr.spec.projection.as_ref().and_then(|p| p.wasm.as_ref()) {
             let (plugin, config, _) = self
                 .resolve(pr, "spec.projection.wasm", u, World::Projector)
                 .await?;
-            projected = call(
-                &plugin,
-                "spec.projection.wasm",
-                &config,
-                &projected.to_string(),
-            )?;
+            projected = self
+                .project_with(
+                    pr,
+                    "spec.projection.wasm",
+                    &plugin,
+                    config,
+                    projected.to_string(),
+                )
+                .await?;
         }
         Ok(projected)
+    }
+
+    /// One projector call, on the call pool.
+    async fn project_with(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        plugin: &Arc<Plugin>,
+        config: String,
+        crd: String,
+    ) -> Result<Value, PluginSetupError> {
+        let out = self
+            .pool()
+            .run(plugin, move |p| p.project(&config, &crd))
+            .await
+            .map_err(plugin_err(pr, field))?;
+        serde_json::from_str(&out).map_err(|e| PluginSetupError::Field {
+            pr: pr_name(pr),
+            field: field.into(),
+            message: format!("projector returned invalid JSON: {e}"),
+        })
     }
 
     /// The namer for a PublishedResource: `spec.naming.wasm` if set, else
@@ -165,19 +221,14 @@ impl PluginHost {
                 })
                 .to_string();
                 let plugin = self.builtin(pr, "spec.naming", "naming")?;
-                plugin
-                    .validate_config(&config)
-                    .map_err(|source| PluginSetupError::Plugin {
-                        pr: pr_name(pr),
-                        field: "spec.naming".into(),
-                        source: Box::new(source),
-                    })?;
+                self.validate(pr, "spec.naming", &plugin, &config).await?;
                 (plugin, config)
             }
         };
         Ok(Arc::new(WasmNamer {
+            pool: self.pool().clone(),
             plugin,
-            config,
+            config: config.into(),
             owner: pr_name(pr),
             local_namespaced,
         }))
@@ -221,6 +272,7 @@ impl PluginHost {
             return Ok(None);
         }
         Ok(Some(Arc::new(WasmMutator {
+            pool: self.pool().clone(),
             spec,
             status,
             owner: pr_name(pr),
@@ -237,28 +289,6 @@ impl PluginHost {
     ) -> Result<Vec<Step>, PluginSetupError> {
         let mut steps = Vec::new();
         let mut group: Vec<Value> = Vec::new();
-        let flush =
-            |group: &mut Vec<Value>, steps: &mut Vec<Step>| -> Result<(), PluginSetupError> {
-                if group.is_empty() {
-                    return Ok(());
-                }
-                let plugin = self.builtin(pr, field, "mutation")?;
-                let config = Value::Array(std::mem::take(group)).to_string();
-                plugin
-                    .validate_config(&config)
-                    .map_err(|source| PluginSetupError::Plugin {
-                        pr: pr_name(pr),
-                        field: field.into(),
-                        source: Box::new(source),
-                    })?;
-                steps.push(Step {
-                    plugin,
-                    config,
-                    field: field.to_string(),
-                    ignore_failures: false,
-                });
-                Ok(())
-            };
         for (i, rule) in rules.iter().enumerate() {
             let rule_field = format!("{field}[{i}]");
             match &rule.wasm {
@@ -268,13 +298,13 @@ impl PluginHost {
                         && rule.template.is_none()
                         && rule.cel.is_none() =>
                 {
-                    flush(&mut group, &mut steps)?;
+                    self.flush(pr, field, &mut group, &mut steps).await?;
                     let (plugin, config, policy) = self
                         .resolve(pr, &format!("{rule_field}.wasm"), u, World::Mutator)
                         .await?;
                     steps.push(Step {
                         plugin,
-                        config,
+                        config: config.into(),
                         field: format!("{rule_field}.wasm"),
                         ignore_failures: policy == FailurePolicy::Ignore,
                     });
@@ -288,7 +318,7 @@ impl PluginHost {
                     });
                 }
                 None => {
-                    let mut v = serde_json::to_value(rule).expect("serializes");
+                    let mut v = spec_json(pr, &rule_field, rule)?;
                     if v.as_object().is_none_or(|o| o.is_empty()) {
                         return Err(PluginSetupError::Field {
                             pr: pr_name(pr),
@@ -304,14 +334,39 @@ impl PluginHost {
                 }
             }
         }
-        flush(&mut group, &mut steps)?;
+        self.flush(pr, field, &mut group, &mut steps).await?;
         Ok(steps)
+    }
+
+    /// The declarative rules collected so far become one step of the
+    /// built-in mutation plugin.
+    async fn flush(
+        &self,
+        pr: &PublishedResource,
+        field: &str,
+        group: &mut Vec<Value>,
+        steps: &mut Vec<Step>,
+    ) -> Result<(), PluginSetupError> {
+        if group.is_empty() {
+            return Ok(());
+        }
+        let plugin = self.builtin(pr, field, "mutation")?;
+        let config = Value::Array(std::mem::take(group)).to_string();
+        self.validate(pr, field, &plugin, &config).await?;
+        steps.push(Step {
+            plugin,
+            config: config.into(),
+            field: field.to_string(),
+            ignore_failures: false,
+        });
+        Ok(())
     }
 }
 
 /// Go templates (text/template with sprig, as upstream's related-object
 /// templates) evaluated in the sandbox: the built-in renderer in text mode.
 pub struct TextTemplates {
+    pool: CallPool,
     plugin: Arc<Plugin>,
     owner: String,
 }
@@ -328,6 +383,7 @@ impl PluginHost {
     ) -> Result<Arc<TextTemplates>, PluginSetupError> {
         let plugin = self.builtin(pr, "spec.related", "renderer")?;
         Ok(Arc::new(TextTemplates {
+            pool: self.pool().clone(),
             plugin,
             owner: pr_name(pr),
         }))
@@ -337,58 +393,76 @@ impl PluginHost {
 impl TextTemplates {
     /// Render `template` with `values` (a JSON object whose keys are the
     /// template's top-level fields, e.g. `.Object`, `.ClusterName`).
-    pub fn render(&self, cluster: &str, template: &str, values: &Value) -> Result<String, String> {
+    pub async fn render(
+        &self,
+        cluster: &str,
+        template: &str,
+        values: &Value,
+    ) -> Result<String, String> {
         let ctx = CallContext {
             cluster_name: cluster.into(),
             cluster_path: None,
             direction: Direction::KcpToService,
             owner: self.owner.clone(),
         };
+        let (template, values) = (template.to_string(), values.to_string());
         let docs = self
-            .plugin
-            .render(&ctx, TEXT_TEMPLATE_CONFIG, template, &values.to_string())
+            .pool
+            .run(&self.plugin, move |p| {
+                p.render(&ctx, TEXT_TEMPLATE_CONFIG, &template, &values)
+            })
+            .await
             .map_err(|e| e.to_string())?;
         let doc = docs.first().map(String::as_str).unwrap_or("{}");
         let v: Value = serde_json::from_str(doc)
             .map_err(|e| format!("the renderer returned invalid JSON: {e}"))?;
-        Ok(v["text"].as_str().unwrap_or_default().to_string())
+        match v.get("text") {
+            Some(Value::String(t)) => Ok(t.clone()),
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(_) => Err("the renderer returned a \"text\" that is not a string".into()),
+        }
     }
 }
 
 struct WasmNamer {
+    pool: CallPool,
     plugin: Arc<Plugin>,
-    config: String,
+    config: Arc<str>,
     owner: String,
     local_namespaced: bool,
 }
 
 impl Namer for WasmNamer {
-    fn name(
-        &self,
-        cluster: &str,
-        cluster_path: Option<&str>,
-        object: &Value,
-    ) -> Result<LocalName, String> {
+    fn name<'a>(
+        &'a self,
+        cluster: &'a str,
+        cluster_path: Option<&'a str>,
+        object: &'a Value,
+    ) -> BoxFuture<'a, Result<LocalName, String>> {
         let ctx = CallContext {
             cluster_name: cluster.into(),
             cluster_path: cluster_path.map(str::to_string),
             direction: Direction::KcpToService,
             owner: self.owner.clone(),
         };
-        let n = self
-            .plugin
-            .name_object(&ctx, &self.config, &object_json(object))
-            .map_err(|e| e.to_string())?;
-        Ok(LocalName {
-            name: n.name,
-            namespace: n.namespace.filter(|_| self.local_namespaced),
+        let (config, object) = (self.config.clone(), object_json(object));
+        Box::pin(async move {
+            let n = self
+                .pool
+                .run(&self.plugin, move |p| p.name_object(&ctx, &config, &object))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(LocalName {
+                name: n.name,
+                namespace: n.namespace.filter(|_| self.local_namespaced),
+            })
         })
     }
 }
 
 struct Step {
     plugin: Arc<Plugin>,
-    config: String,
+    config: Arc<str>,
     field: String,
     /// WasmPlugin `failurePolicy: Ignore`: a failing call leaves the object
     /// as it was and the chain goes on.
@@ -396,80 +470,151 @@ struct Step {
 }
 
 struct WasmMutator {
+    pool: CallPool,
     spec: Vec<Step>,
     status: Vec<Step>,
     owner: String,
 }
 
+/// Why a mutation chain failed.
+#[derive(Debug, thiserror::Error)]
+enum MutationError {
+    /// A step's plugin failed (classified; e.g. BadOutput for a result
+    /// that is not a valid object).
+    #[error("{field}: {source}")]
+    Plugin {
+        field: String,
+        #[source]
+        source: PluginFailure,
+    },
+    #[error("mutation result is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+}
+
 impl WasmMutator {
-    fn run(
+    async fn run(
         &self,
         steps: &[Step],
         direction: Direction,
         origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MutationError> {
         if steps.is_empty() {
             return Ok(());
         }
-        let ctx = CallContext {
+        let ctx = Arc::new(CallContext {
             cluster_name: origin.cluster.into(),
             cluster_path: origin.path.map(str::to_string),
             direction,
             owner: self.owner.clone(),
-        };
-        let other = other.map(object_json);
+        });
+        let other: Option<Arc<str>> = other.map(|o| object_json(o).into());
         let mut current = object_json(object);
         for step in steps {
-            match step
-                .plugin
-                .mutate(&ctx, &step.config, &current, other.as_deref())
-            {
+            let (ctx, config, other) = (ctx.clone(), step.config.clone(), other.clone());
+            let input = current.clone();
+            let result = self
+                .pool
+                .run(&step.plugin, move |p| {
+                    p.mutate(&ctx, &config, &input, other.as_deref())
+                })
+                .await;
+            match result {
                 Ok(out) => current = out,
                 Err(e) if step.ignore_failures => {
                     tracing::warn!(field = %step.field, error = %e, "plugin failed; skipped (failurePolicy: Ignore)");
                 }
-                Err(e) => return Err(format!("{}: {e}", step.field)),
+                Err(source) => {
+                    return Err(MutationError::Plugin {
+                        field: step.field.clone(),
+                        source,
+                    });
+                }
             }
         }
-        *object = serde_json::from_str(&current)
-            .map_err(|e| format!("mutation result is not JSON: {e}"))?;
+        *object = serde_json::from_str(&current).map_err(MutationError::NotJson)?;
         Ok(())
     }
 }
 
 impl Mutator for WasmMutator {
-    fn mutate_spec(
-        &self,
-        origin: &Origin<'_>,
-        object: &mut Value,
-        other: Option<&Value>,
-    ) -> Result<(), String> {
-        self.run(&self.spec, Direction::KcpToService, origin, object, other)
+    fn mutate_spec<'a>(
+        &'a self,
+        origin: &'a Origin<'a>,
+        object: &'a mut Value,
+        other: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.run(&self.spec, Direction::KcpToService, origin, object, other)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 
-    fn mutate_status(
-        &self,
-        origin: &Origin<'_>,
-        object: &mut Value,
-        other: Option<&Value>,
-    ) -> Result<(), String> {
-        self.run(&self.status, Direction::ServiceToKcp, origin, object, other)
+    fn mutate_status<'a>(
+        &'a self,
+        origin: &'a Origin<'a>,
+        object: &'a mut Value,
+        other: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            self.run(&self.status, Direction::ServiceToKcp, origin, object, other)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wasmplugin::WasmPluginRegistry;
+    use crate::wasmplugin::tests::{fetch_context, runtime};
+    use syncweave_runtime::FailureKind;
+
+    fn host() -> PluginHost {
+        let rt = runtime();
+        let resolver =
+            PluginResolver::new(rt.clone(), WasmPluginRegistry::new(), fetch_context(&rt));
+        PluginHost::new(rt, resolver)
+    }
+
+    fn pr_with_spec_mutations(rules: Value) -> PublishedResource {
+        serde_json::from_value(json!({
+            "apiVersion": "syncagent.kcp.io/v1alpha1",
+            "kind": "PublishedResource",
+            "metadata": {"name": "crontabs"},
+            "spec": {
+                "resource": {"apiGroup": "example.com", "version": "v1", "kind": "CronTab"},
+                "mutation": {"spec": rules},
+            },
+        }))
+        .expect("a PublishedResource")
+    }
+
+    const ORIGIN: Origin<'static> = Origin {
+        cluster: "abc",
+        path: None,
+    };
+
+    fn crontab() -> Value {
+        json!({
+            "apiVersion": "example.com/v1",
+            "kind": "CronTab",
+            "metadata": {"name": "a", "namespace": "default", "labels": {"app": "x"}},
+            "spec": {"cronSpec": "* * * * *"},
+        })
+    }
 
     /// Related-object templates run in the sandboxed built-in renderer:
     /// Go text/template (no HTML escaping), sprig and upstream's hash
     /// functions, output trimmed.
-    #[test]
-    fn text_templates_render_in_the_sandbox() {
+    #[tokio::test]
+    async fn text_templates_render_in_the_sandbox() {
         let runtime = Runtime::new(Default::default()).expect("runtime");
         let t = TextTemplates {
+            pool: runtime.call_pool().clone(),
             plugin: runtime.load_builtin("renderer").expect("built-in renderer"),
             owner: "pr".into(),
         };
@@ -480,15 +625,106 @@ mod tests {
                 " {{ .Object.metadata.name }}-{{ .ClusterName | upper }} \n",
                 &values
             )
+            .await
             .unwrap(),
             "a&b-ABC"
         );
         assert_eq!(
             t.render("abc", "{{ sha3short .ClusterName 8 }}", &values)
+                .await
                 .unwrap(),
             "3a985da7"
         );
-        let e = t.render("abc", "{{ .Nope }}", &values).unwrap_err();
+        let e = t.render("abc", "{{ .Nope }}", &values).await.unwrap_err();
         assert!(e.contains("failed to execute template"), "{e}");
+    }
+
+    /// Declarative rules that leave `metadata.labels` something other than
+    /// a map of strings make the real built-in mutation plugin's output a
+    /// classified BadOutput failure of that step, never a panic, and the
+    /// object is left as it was.
+    #[tokio::test]
+    async fn bad_mutation_output_is_a_classified_failure() {
+        let host = host();
+        for (rules, what) in [
+            (
+                json!([{"template": {"path": "metadata.labels", "template": "oops"}}]),
+                "labels a string",
+            ),
+            (
+                json!([{"cel": {"path": "metadata.labels.n", "expression": "1"}}]),
+                "a label value a number",
+            ),
+        ] {
+            let pr = pr_with_spec_mutations(rules);
+            let steps = host
+                .chain(
+                    &pr,
+                    "spec.mutation.spec",
+                    pr.spec.mutation.as_ref().unwrap().spec.as_deref().unwrap(),
+                )
+                .await
+                .expect("the rules are valid");
+            let m = WasmMutator {
+                pool: host.pool().clone(),
+                spec: steps,
+                status: Vec::new(),
+                owner: pr_name(&pr),
+            };
+            let mut obj = crontab();
+            let e = m
+                .run(&m.spec, Direction::KcpToService, &ORIGIN, &mut obj, None)
+                .await
+                .expect_err(what);
+            match &e {
+                MutationError::Plugin { field, source } => {
+                    assert_eq!(field, "spec.mutation.spec", "{what}: {e}");
+                    assert_eq!(source.kind, FailureKind::BadOutput, "{what}: {e}");
+                    assert_eq!(source.plugin, "mutation", "{what}: {e}");
+                    assert!(source.message.contains("maps of strings"), "{what}: {e}");
+                }
+                other => panic!("{what}: not a plugin failure: {other}"),
+            }
+            assert_eq!(obj, crontab(), "{what}: the object is untouched");
+
+            // The same through the Mutator the syncer uses.
+            let m = host.mutator(&pr).await.unwrap().expect("a mutator");
+            let mut obj = crontab();
+            let e = m
+                .mutate_spec(&ORIGIN, &mut obj, Some(&crontab()))
+                .await
+                .expect_err(what);
+            assert!(e.starts_with("spec.mutation.spec: "), "{what}: {e}");
+            assert!(e.contains("bad output"), "{what}: {e}");
+        }
+    }
+
+    /// Good rules still mutate, with every call on the call pool; many
+    /// chains at once all finish.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mutations_and_names_run_on_the_call_pool() {
+        let host = host();
+        let pr = pr_with_spec_mutations(json!([
+            {"regex": {"path": "metadata.labels.app", "pattern": "^(.*)$", "replacement": "kcp-$1"}},
+        ]));
+        let m = host.mutator(&pr).await.unwrap().expect("a mutator");
+        let namer = host.namer(&pr, true).await.unwrap();
+        let runs: Vec<_> = (0..16)
+            .map(|_| {
+                let (m, namer) = (m.clone(), namer.clone());
+                tokio::spawn(async move {
+                    let mut obj = crontab();
+                    m.mutate_spec(&ORIGIN, &mut obj, None).await.unwrap();
+                    let name = namer.name("abc", None, &obj).await.unwrap();
+                    (obj, name)
+                })
+            })
+            .collect();
+        for r in runs {
+            let (obj, name) = r.await.unwrap();
+            assert_eq!(obj["metadata"]["labels"], json!({"app": "kcp-x"}));
+            assert!(!name.name.is_empty());
+        }
+        assert_eq!(host.pool().in_use(), 0);
     }
 }

@@ -16,6 +16,7 @@ mod host;
 mod json;
 mod output;
 mod plugin;
+mod pool;
 mod runtime;
 mod stdio;
 pub mod world;
@@ -27,6 +28,7 @@ pub use plugin::{
     CallContext, Direction, ExampleOutcome, ExampleVerdict, Fixture, ObjectName, Plugin,
     PluginInfo, WarmInstance,
 };
+pub use pool::{CallPool, available_cores};
 pub use runtime::{
     EngineKind, Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir,
 };

@@ -475,7 +475,9 @@ impl Plugin {
     ) -> Result<R, PluginFailure> {
         // WASI's synchronous bindings block on a Tokio runtime internally and
         // panic on a runtime worker thread: step out of the async context
-        // first. Rust guests import no WASI and skip this.
+        // first. Rust guests import no WASI and skip this. On a thread of
+        // the blocking pool (calls through `CallPool`) the handle is set but
+        // the thread is no worker: `block_in_place` then just runs the call.
         if self.compiled.imports_wasi
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {

@@ -15,6 +15,7 @@ use crate::bindings;
 use crate::failure::{FailureKind, PluginFailure};
 use crate::host::HostState;
 use crate::plugin::{Compiled, Plugin, WorldPre};
+use crate::pool::CallPool;
 use crate::world::{self, World};
 
 /// Per-call resource limits.
@@ -56,6 +57,9 @@ pub struct RuntimeConfig {
     pub plugin_dir: Option<PathBuf>,
     /// Instances that may exist at once, i.e. concurrent calls.
     pub max_instances: u32,
+    /// Calls made through [`Runtime::call_pool`] that may run at once, each
+    /// on a thread of Tokio's blocking pool; the number of cores by default.
+    pub max_concurrent_calls: usize,
     /// Ceiling for any plugin's `memory_bytes`: the size of a pool slot.
     pub max_memory_bytes: u64,
     /// Granularity of timeouts: how often the epoch advances.
@@ -73,6 +77,7 @@ impl Default for RuntimeConfig {
             default_limits: Limits::default(),
             plugin_dir: None,
             max_instances: 128,
+            max_concurrent_calls: crate::pool::available_cores(),
             max_memory_bytes: 1 << 30,
             epoch_tick: Duration::from_millis(5),
             // Rust guests dirty a few hundred KB per call: all of it stays
@@ -212,6 +217,7 @@ pub(crate) struct Inner {
     /// loads of one digest compile once.
     slots: Mutex<HashMap<String, Slot>>,
     counters: Counters,
+    calls: CallPool,
 }
 
 /// One digest's compiled component, filled by the first load.
@@ -259,9 +265,10 @@ impl Runtime {
             inner: Arc::new(Inner {
                 bounds_checked,
                 guarded,
-                cfg,
                 slots: Mutex::default(),
                 counters: Counters::default(),
+                calls: CallPool::new(cfg.max_concurrent_calls),
+                cfg,
             }),
         })
     }
@@ -280,6 +287,13 @@ impl Runtime {
 
     pub fn config(&self) -> &RuntimeConfig {
         &self.inner.cfg
+    }
+
+    /// Where async callers run plugin calls: the blocking pool, at most
+    /// [`RuntimeConfig::max_concurrent_calls`] at once across all clones
+    /// of this runtime.
+    pub fn call_pool(&self) -> &CallPool {
+        &self.inner.calls
     }
 
     pub fn stats(&self) -> RuntimeStats {

@@ -463,6 +463,76 @@ fn calls_work_inside_tokio_runtimes() {
     });
 }
 
+/// Calls through the runtime's call pool run real guests on the blocking
+/// pool, never more at once than `max_concurrent_calls` (counted inside the
+/// calls), from either kind of Tokio runtime; a guest's own failure comes
+/// back classified as usual.
+#[test]
+fn call_pool_bounds_real_calls() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let rt = Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        max_concurrent_calls: 2,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    assert_eq!(rt.call_pool().size(), 2);
+    assert_eq!(
+        RuntimeConfig::default().max_concurrent_calls,
+        syncweave_runtime::available_cores()
+    );
+    let echo = load(&rt, "test-echo");
+    let hostile = load(&rt, "test-hostile");
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let calls = async |rt: Runtime| {
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let (rt, echo, running, peak) =
+                    (rt.clone(), echo.clone(), running.clone(), peak.clone());
+                tokio::spawn(async move {
+                    rt.call_pool()
+                        .run(&echo, move |p| {
+                            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                            peak.fetch_max(now, Ordering::SeqCst);
+                            let out = (0..5).try_for_each(|_| assert_ok(p));
+                            running.fetch_sub(1, Ordering::SeqCst);
+                            out
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let e = rt
+            .call_pool()
+            .run(&hostile, |p| p.mutate(&ctx(), &mode("panic"), OBJ, None))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, FailureKind::Crash);
+        assert_eq!(rt.call_pool().in_use(), 0);
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap()
+        .block_on(calls(rt.clone()));
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(calls(rt.clone()));
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&peak), "peak {peak} with 2 permits");
+}
+
+fn assert_ok(echo: &Plugin) -> Result<(), syncweave_runtime::PluginFailure> {
+    assert_eq!(echo.mutate(&ctx(), "{}", OBJ, None)?, OBJ);
+    Ok(())
+}
+
 #[test]
 fn limits_above_the_pool_ceiling_are_refused() {
     let rt = runtime();

@@ -127,8 +127,11 @@ impl Discovery {
             };
             self.by_version.insert(api_version.to_string(), resources);
         }
-        Ok(self.by_version[api_version]
-            .iter()
+        Ok(self
+            .by_version
+            .get(api_version)
+            .into_iter()
+            .flatten()
             .find(|r| r.kind == kind && !r.name.contains('/'))
             .map(|r| (r.name.clone(), r.namespaced)))
     }

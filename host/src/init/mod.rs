@@ -330,6 +330,7 @@ impl InitAgent {
                 }
             };
             seen.insert(uid.clone());
+            // A typed struct with string keys: serializing cannot fail.
             let fingerprint =
                 serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
             if let Some(r) = self.running.get_mut(&uid) {

@@ -127,25 +127,20 @@ impl Target {
                     template: tref.name.clone(),
                     workspace: self.shared.config_workspace.clone(),
                 })?;
-            let mut objects = {
-                let (renderer, target, name, path, text) = (
-                    renderer.clone(),
-                    target_name.clone(),
-                    cluster_name.clone(),
-                    cluster_path.clone(),
-                    template.spec.template.clone(),
-                );
-                tokio::task::spawn_blocking(move || {
-                    renderer.render(&target, &name, path.as_deref(), &text)
-                })
+            // On the blocking pool, within the runtime's call limit.
+            let mut objects = renderer
+                .render(
+                    &target_name,
+                    &cluster_name,
+                    cluster_path.as_deref(),
+                    &template.spec.template,
+                )
                 .await
-                .map_err(|e| InitError::Setup(format!("rendering task failed: {e}")))?
                 .map_err(|source| InitError::Render {
                     target: target_name.clone(),
                     template: tref.name.clone(),
                     source: Box::new(source),
-                })?
-            };
+                })?;
             apply::sort_objects(&mut objects);
             for obj in &objects {
                 match apply::create(&mut discovery, obj).await {

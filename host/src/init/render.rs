@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use syncweave_runtime::{CallContext, Direction, Plugin, PluginFailure, Runtime, World};
+use syncweave_runtime::{CallContext, CallPool, Direction, Plugin, PluginFailure, Runtime, World};
 
 use crate::apis::{InitTarget, RendererSpec, TemplateEngine};
 use crate::sources::{FetchContext, FetchError, PluginRef, RefError};
@@ -59,11 +59,14 @@ pub struct Renderer {
     pub plugin: Arc<Plugin>,
     /// The plugin config, JSON.
     pub config: String,
+    /// Where the calls run (the runtime's, shared with the sync agent).
+    pub pool: CallPool,
 }
 
 impl Renderer {
     /// Render `template` for one workspace; one JSON object per document.
-    pub fn render(
+    /// The guest runs on the blocking pool, within the runtime's call limit.
+    pub async fn render(
         &self,
         target: &str,
         cluster_name: &str,
@@ -76,12 +79,14 @@ impl Renderer {
             direction: Direction::KcpToService,
             owner: target.into(),
         };
-        let docs = self.plugin.render(
-            &ctx,
-            &self.config,
-            template,
-            &values(cluster_name, cluster_path),
-        )?;
+        let (config, template) = (self.config.clone(), template.to_string());
+        let values = values(cluster_name, cluster_path);
+        let docs = self
+            .pool
+            .run(&self.plugin, move |p| {
+                p.render(&ctx, &config, &template, &values)
+            })
+            .await?;
         docs.iter()
             .map(|d| {
                 serde_json::from_str(d).map_err(|e| {
@@ -148,32 +153,45 @@ impl Renderers {
     /// The renderer `target` asks for, its config validated.
     pub async fn for_target(&self, target: &InitTarget) -> Result<Renderer, RendererError> {
         let spec = target.spec.renderer.as_ref();
-        let key = serde_json::to_string(&spec).expect("serializes");
-        if let Some(r) = self.cache.lock().expect("renderer cache").get(&key) {
+        // Serializing a typed spec cannot fail; if it ever did, the
+        // renderer is just not cached.
+        let key = serde_json::to_string(&spec).ok();
+        if let Some(key) = &key
+            && let Some(r) = self.cache().get(key)
+        {
             return Ok(r.clone());
         }
+        let pool = self.runtime.call_pool().clone();
         let (renderer, cacheable) = match spec.and_then(|s| s.wasm.as_ref()) {
             None => {
                 let runtime = self.runtime.clone();
-                let plugin = blocking(move || runtime.load_builtin(BUILTIN_RENDERER))
-                    .await
-                    .map_err(|source| RendererError::Plugin {
-                        field: "spec.renderer",
-                        source,
-                    })?;
+                let plugin = blocking(BUILTIN_RENDERER, move || {
+                    runtime.load_builtin(BUILTIN_RENDERER)
+                })
+                .await
+                .map_err(|source| RendererError::Plugin {
+                    field: "spec.renderer",
+                    source,
+                })?;
                 let config = builtin_config(spec);
-                (Renderer { plugin, config }, true)
+                (
+                    Renderer {
+                        plugin,
+                        config,
+                        pool,
+                    },
+                    true,
+                )
             }
             Some(w) => {
-                let s = spec.expect("wasm is inside spec");
-                if s.engine.is_some() || s.html_escape.is_some() {
+                if spec.is_some_and(|s| s.engine.is_some() || s.html_escape.is_some()) {
                     return Err(RendererError::Conflicting);
                 }
                 let r = PluginRef::parse(&w.source, w.sha256.as_deref(), "spec.renderer.wasm")?;
                 let fetched = self.fetch.fetch(&r).await?;
                 let runtime = self.runtime.clone();
                 let name = r.display_name();
-                let plugin = blocking(move || {
+                let plugin = blocking(&name.clone(), move || {
                     runtime.load_with_digest(&name, &fetched.digest, &fetched.bytes, None)
                 })
                 .await
@@ -185,6 +203,7 @@ impl Renderers {
                     Renderer {
                         plugin,
                         config: w.config.clone().unwrap_or(Value::Null).to_string(),
+                        pool,
                     },
                     r.is_immutable(),
                 )
@@ -199,27 +218,34 @@ impl Renderers {
             .plugin
             .expect_world(World::Renderer)
             .map_err(|source| RendererError::Plugin { field, source })?;
+        let config = renderer.config.clone();
         renderer
-            .plugin
-            .validate_config(&renderer.config)
+            .pool
+            .run(&renderer.plugin, move |p| p.validate_config(&config))
+            .await
             .map_err(|source| RendererError::Plugin { field, source })?;
-        if cacheable {
-            self.cache
-                .lock()
-                .expect("renderer cache")
-                .insert(key, renderer.clone());
+        if cacheable && let Some(key) = key {
+            self.cache().insert(key, renderer.clone());
         }
         Ok(renderer)
+    }
+
+    /// The cache; a panic elsewhere while holding it leaves it usable (it
+    /// only ever holds complete entries).
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Renderer>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// Compiling a component can take seconds: keep it off the async workers.
+/// A panic while loading is a load failure of plugin `name`.
 async fn blocking<T: Send + 'static>(
+    name: &str,
     f: impl FnOnce() -> Result<T, PluginFailure> + Send + 'static,
 ) -> Result<T, PluginFailure> {
     tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
         Err(PluginFailure::new(
-            BUILTIN_RENDERER,
+            name,
             "",
             syncweave_runtime::FailureKind::Load,
             format!("loading task failed: {e}"),
@@ -332,6 +358,7 @@ mod tests {
                 Some("root:x"),
                 "kind: Namespace\napiVersion: v1\nmetadata:\n  name: w-{{ClusterName}}\n",
             )
+            .await
             .unwrap();
         assert_eq!(objs[0]["metadata"]["name"], "w-abc");
 
@@ -368,6 +395,7 @@ mod tests {
                 Some("root:org:ws"),
                 "kind: ConfigMap\napiVersion: v1\nmetadata:\n  name: x\ndata:\n  c: \"{{ .ClusterName }}\"\n  p: \"{{ .ClusterPath }}\"\n",
             )
+            .await
             .unwrap();
         assert_eq!(objs[0]["data"], json!({"c": "abc", "p": "root:org:ws"}));
         // Cached: the second lookup hands out the same plugin.
@@ -388,6 +416,7 @@ mod tests {
                 None,
                 "kind: Namespace\napiVersion: v1\nmetadata:\n  name: ns-{{ClusterName}}\n",
             )
+            .await
             .unwrap();
         assert_eq!(objs[0]["metadata"]["name"], "ns-abc");
     }

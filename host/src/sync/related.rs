@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use kube::Client;
 use kube::api::{
@@ -35,14 +36,27 @@ pub const ANNOTATION_PREFIX: &str = "related-resources.syncagent.kcp.io/";
 pub const STATUS_SUBRESOURCE_MISSING: &str = "StatusSubresourceMissing";
 
 /// Evaluates a Go template with a context (the built-in renderer, in the
-/// sandbox; a fake in unit tests).
+/// sandbox; a fake in unit tests). Async: the sandbox call runs on the
+/// blocking pool.
 pub trait Templates: Send + Sync {
-    fn render(&self, cluster: &str, template: &str, values: &Value) -> Result<String, String>;
+    fn render<'a>(
+        &'a self,
+        cluster: &'a str,
+        template: &'a str,
+        values: &'a Value,
+    ) -> BoxFuture<'a, Result<String, String>>;
 }
 
 impl Templates for crate::plugins::TextTemplates {
-    fn render(&self, cluster: &str, template: &str, values: &Value) -> Result<String, String> {
-        crate::plugins::TextTemplates::render(self, cluster, template, values)
+    fn render<'a>(
+        &'a self,
+        cluster: &'a str,
+        template: &'a str,
+        values: &'a Value,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(crate::plugins::TextTemplates::render(
+            self, cluster, template, values,
+        ))
     }
 }
 
@@ -318,7 +332,7 @@ impl Primaries<'_> {
     /// `object.template`: evaluated once per side with `.Side`, `.Object`,
     /// `.ClusterName`, `.ClusterPath`. An empty result on either side means
     /// "nothing (yet)".
-    pub fn template_both_sides(
+    pub async fn template_both_sides(
         &self,
         t: &dyn Templates,
         template: &str,
@@ -335,11 +349,14 @@ impl Primaries<'_> {
                 "ClusterPath": self.path.unwrap_or_default(),
             })
         };
+        let (origin_ctx, dest_ctx) = (ctx(self.origin_side, self.origin), ctx(opposite, self.dest));
         let o = t
-            .render(self.cluster, template, &ctx(self.origin_side, self.origin))
+            .render(self.cluster, template, &origin_ctx)
+            .await
             .map_err(|e| format!("evaluating the template on the origin side: {e}"))?;
         let d = t
-            .render(self.cluster, template, &ctx(opposite, self.dest))
+            .render(self.cluster, template, &dest_ctx)
+            .await
             .map_err(|e| format!("evaluating the template on the destination side: {e}"))?;
         Ok((!o.is_empty() && !d.is_empty()).then_some((o, d)))
     }
@@ -347,7 +364,7 @@ impl Primaries<'_> {
     /// `matchLabels` with templated keys and values (`.LocalObject`,
     /// `.RemoteObject`, `.ClusterName`, `.ClusterPath`); empty keys are
     /// dropped. Returns a label-selector string.
-    pub fn template_label_selector(
+    pub async fn template_label_selector(
         &self,
         t: &dyn Templates,
         sel: &RelatedResourceObjectSelector,
@@ -359,17 +376,16 @@ impl Primaries<'_> {
             "ClusterName": self.cluster,
             "ClusterPath": self.path.unwrap_or_default(),
         });
-        let render = |s: &str| -> Result<String, String> {
-            if s.contains("{{") {
-                t.render(self.cluster, s, &ctx)
-            } else {
-                Ok(s.to_string())
-            }
-        };
         let mut parts = Vec::new();
         for (k, v) in sel.match_labels.clone().unwrap_or_default() {
-            let k = render(&k).map_err(|e| format!("matchLabels key {k:?}: {e}"))?;
-            let v = render(&v).map_err(|e| format!("matchLabels value {v:?}: {e}"))?;
+            let k = self
+                .render_if_templated(t, &k, &ctx)
+                .await
+                .map_err(|e| format!("matchLabels key {k:?}: {e}"))?;
+            let v = self
+                .render_if_templated(t, &v, &ctx)
+                .await
+                .map_err(|e| format!("matchLabels value {v:?}: {e}"))?;
             if !k.is_empty() {
                 parts.push(format!("{k}={v}"));
             }
@@ -384,11 +400,25 @@ impl Primaries<'_> {
         Ok(parts.join(","))
     }
 
+    /// `s` rendered when it holds a template action, else as it is.
+    async fn render_if_templated(
+        &self,
+        t: &dyn Templates,
+        s: &str,
+        ctx: &Value,
+    ) -> Result<String, String> {
+        if s.contains("{{") {
+            t.render(self.cluster, s, ctx).await
+        } else {
+            Ok(s.to_string())
+        }
+    }
+
     /// The selector's rewrite: what an origin name (or namespace) becomes
     /// on the destination side. Templates see `.Value`, `.RelatedObject`
     /// (null for namespaces), `.LocalObject`, `.RemoteObject`,
     /// `.ClusterName`, `.ClusterPath`.
-    pub fn rewrite(
+    pub async fn rewrite(
         &self,
         t: &dyn Templates,
         sel: &RelatedResourceObjectSelector,
@@ -415,7 +445,7 @@ impl Primaries<'_> {
             "ClusterName": self.cluster,
             "ClusterPath": self.path.unwrap_or_default(),
         });
-        t.render(self.cluster, &tpl, &ctx)
+        t.render(self.cluster, &tpl, &ctx).await
     }
 }
 
@@ -742,6 +772,7 @@ impl SyncContext {
         if let Some(t) = spec.template.as_ref().and_then(|t| t.template.as_deref()) {
             return Ok(prim
                 .template_both_sides(templates, t)
+                .await
                 .map_err(|e| config_err(field, format!("template: {e}")))?
                 .into_iter()
                 .collect());
@@ -754,6 +785,7 @@ impl SyncContext {
         };
         let labels = prim
             .template_label_selector(templates, sel)
+            .await
             .map_err(|e| config_err(field, format!("selector: {e}")))?;
         let lp = ListParams::default().labels(&labels);
         let found: Vec<(String, Option<Value>)> = match objects {
@@ -801,6 +833,7 @@ impl SyncContext {
         for (name, obj) in found {
             let dest = prim
                 .rewrite(templates, sel, &name, obj.as_ref())
+                .await
                 .map_err(|e| config_err(field, format!("selector.rewrite of {name:?}: {e}")))?;
             if !dest.is_empty() {
                 out.push((name, dest));
@@ -891,10 +924,15 @@ impl SyncContext {
         // and forwarded through /status. Without, it is ordinary content.
         let mut source = original.clone();
         strip_metadata(&mut source);
+        // `v` is the original or a mutation's result checked below: an
+        // object; anything else passes through unchanged (and fails to parse
+        // as an object later, with an error).
         let as_copy = |mut v: Value| -> Value {
-            v["apiVersion"] = json!(dest_api.ar.api_version);
-            v["kind"] = json!(dest_api.ar.kind);
-            if let Some(meta) = v["metadata"].as_object_mut() {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("apiVersion".into(), json!(dest_api.ar.api_version));
+                o.insert("kind".into(), json!(dest_api.ar.kind));
+            }
+            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.insert("name".into(), json!(res.dest_name));
                 if res.dest_namespace.is_empty() {
                     meta.remove("namespace");
@@ -915,6 +953,7 @@ impl SyncContext {
                 }
             };
             m.mutate_spec(p.origin, &mut source, Some(other))
+                .await
                 .map_err(|e| config_err(&field, format!("mutation: {e}")))?;
             if !source["metadata"].is_object() {
                 return Err(config_err(
@@ -928,8 +967,10 @@ impl SyncContext {
             o.remove("status");
         }
         let mut state = source.clone();
-        state["apiVersion"] = json!(origin_api.ar.api_version);
-        state["kind"] = json!(origin_api.ar.kind);
+        if let Some(o) = state.as_object_mut() {
+            o.insert("apiVersion".into(), json!(origin_api.ar.api_version));
+            o.insert("kind".into(), json!(origin_api.ar.kind));
+        }
         let desired = as_copy(source);
         let state_key = ObjectKey {
             cluster: if service {
@@ -1002,6 +1043,8 @@ impl SyncContext {
                         }
                     }
                     None => {
+                        // A serialized DynamicObject: an object with a
+                        // metadata object, so the indexing below cannot panic.
                         let mut obj = serde_json::to_value(e).map_err(|e| {
                             config_err(&field, format!("the copy is not JSON: {e}"))
                         })?;
@@ -1354,20 +1397,29 @@ mod tests {
     /// which context each template gets.
     struct FakeTemplates;
     impl Templates for FakeTemplates {
-        fn render(&self, _: &str, template: &str, values: &Value) -> Result<String, String> {
-            let mut out = String::new();
-            let mut rest = template;
-            while let Some(start) = rest.find("{{") {
-                out.push_str(&rest[..start]);
-                let end = rest[start..].find("}}").ok_or("unclosed action")? + start;
-                let path = rest[start + 2..end].trim().trim_start_matches('.');
-                let v = gjson_get(values, path).ok_or(format!("no field {path}"))?;
-                out.push_str(&value_string(&v));
-                rest = &rest[end + 2..];
-            }
-            out.push_str(rest);
-            Ok(out.trim().to_string())
+        fn render<'a>(
+            &'a self,
+            _: &'a str,
+            template: &'a str,
+            values: &'a Value,
+        ) -> BoxFuture<'a, Result<String, String>> {
+            Box::pin(std::future::ready(fake_render(template, values)))
         }
+    }
+
+    fn fake_render(template: &str, values: &Value) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(start) = rest.find("{{") {
+            out.push_str(&rest[..start]);
+            let end = rest[start..].find("}}").ok_or("unclosed action")? + start;
+            let path = rest[start + 2..end].trim().trim_start_matches('.');
+            let v = gjson_get(values, path).ok_or(format!("no field {path}"))?;
+            out.push_str(&value_string(&v));
+            rest = &rest[end + 2..];
+        }
+        out.push_str(rest);
+        Ok(out.trim().to_string())
     }
 
     fn reference(path: &str, re: Option<(&str, &str)>) -> RelatedResourceObjectReference {
@@ -1453,8 +1505,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn templates_run_on_both_sides() {
+    #[tokio::test]
+    async fn templates_run_on_both_sides() {
         let local = json!({"metadata": {"name": "local"}});
         let remote = json!({"metadata": {"name": "remote"}});
         let p = prim(&local, &remote, RelatedResourceOrigin::Service);
@@ -1463,6 +1515,7 @@ mod tests {
                 &FakeTemplates,
                 "{{ .Object.metadata.name }}-{{ .Side }}-{{ .ClusterName }}",
             )
+            .await
             .unwrap();
         assert_eq!(
             got,
@@ -1473,13 +1526,14 @@ mod tests {
         let p = prim(&local, &empty, RelatedResourceOrigin::Service);
         assert_eq!(
             p.template_both_sides(&FakeTemplates, "{{ .Object.metadata.name }}")
+                .await
                 .unwrap(),
             None
         );
     }
 
-    #[test]
-    fn selectors_are_templated_and_rewritten() {
+    #[tokio::test]
+    async fn selectors_are_templated_and_rewritten() {
         let local = json!({"metadata": {"name": "local"}});
         let remote = json!({"metadata": {"name": "remote"}});
         // Origin kcp: the origin primary is the remote one.
@@ -1510,7 +1564,11 @@ mod tests {
         // The key template errors (missing field) in the fake; a real
         // template yields "" for a missing map key, and empty keys are
         // dropped: test that with a template that renders empty.
-        assert!(p.template_label_selector(&FakeTemplates, &sel).is_err());
+        assert!(
+            p.template_label_selector(&FakeTemplates, &sel)
+                .await
+                .is_err()
+        );
         let mut sel2 = sel.clone();
         sel2.match_labels = Some(BTreeMap::from([
             (
@@ -1526,12 +1584,15 @@ mod tests {
         let local2 = json!({"metadata": {"name": "local", "empty": ""}});
         let p = prim(&remote, &local2, RelatedResourceOrigin::Kcp);
         assert_eq!(
-            p.template_label_selector(&FakeTemplates, &sel2).unwrap(),
+            p.template_label_selector(&FakeTemplates, &sel2)
+                .await
+                .unwrap(),
             "fixed=abc,owner=remote"
         );
         let related = json!({"data": {"k": "v"}});
         assert_eq!(
             p.rewrite(&FakeTemplates, &sel2, "orig", Some(&related))
+                .await
                 .unwrap(),
             "orig-local-v"
         );
@@ -1544,7 +1605,9 @@ mod tests {
             template: None,
         };
         assert_eq!(
-            p.rewrite(&FakeTemplates, &sel3, "orig", None).unwrap(),
+            p.rewrite(&FakeTemplates, &sel3, "orig", None)
+                .await
+                .unwrap(),
             "renamed"
         );
     }

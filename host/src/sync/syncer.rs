@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
@@ -43,32 +44,34 @@ pub struct Side {
 }
 
 /// Turns an object into its service-side name. The default is upstream's
-/// scheme; templates and plugins implement it as Wasm.
+/// scheme; templates and plugins implement it as Wasm. Async because plugin
+/// calls run on the blocking pool, never on the caller's async worker.
 pub trait Namer: Send + Sync {
-    fn name(
-        &self,
-        cluster: &str,
-        cluster_path: Option<&str>,
-        object: &Value,
-    ) -> Result<LocalName, String>;
+    fn name<'a>(
+        &'a self,
+        cluster: &'a str,
+        cluster_path: Option<&'a str>,
+        object: &'a Value,
+    ) -> BoxFuture<'a, Result<LocalName, String>>;
 }
 
-/// Rewrites objects on their way (spec down, status up).
+/// Rewrites objects on their way (spec down, status up). Async like
+/// [`Namer`].
 pub trait Mutator: Send + Sync {
     /// `object` is mutated in place; `other` is the counterpart (for spec
     /// mutations, the projected destination when no copy exists yet).
-    fn mutate_spec(
-        &self,
-        origin: &Origin<'_>,
-        object: &mut Value,
-        other: Option<&Value>,
-    ) -> Result<(), String>;
-    fn mutate_status(
-        &self,
-        origin: &Origin<'_>,
-        object: &mut Value,
-        other: Option<&Value>,
-    ) -> Result<(), String>;
+    fn mutate_spec<'a>(
+        &'a self,
+        origin: &'a Origin<'a>,
+        object: &'a mut Value,
+        other: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    fn mutate_status<'a>(
+        &'a self,
+        origin: &'a Origin<'a>,
+        object: &'a mut Value,
+        other: Option<&'a Value>,
+    ) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// Where a kcp object lives: its logical cluster and, with
@@ -151,6 +154,32 @@ pub enum SyncError {
     Kcp(#[from] crate::kcp::KcpError),
     #[error("related resource {0}")]
     Related(Box<super::related::RelatedError>),
+    /// An object (from an API server, or built from one and a mutation's
+    /// result) that does not convert between its JSON and typed forms.
+    #[error("{what} of {key} is not a valid object: {message}")]
+    BadObject {
+        what: &'static str,
+        key: ObjectKey,
+        message: String,
+    },
+}
+
+/// `obj` as JSON (`what` names it in the error).
+fn to_json(key: &ObjectKey, what: &'static str, obj: &DynamicObject) -> Result<Value, SyncError> {
+    serde_json::to_value(obj).map_err(|e| SyncError::BadObject {
+        what,
+        key: key.clone(),
+        message: e.to_string(),
+    })
+}
+
+/// `v` as an object to send to an API server.
+fn from_json(key: &ObjectKey, what: &'static str, v: Value) -> Result<DynamicObject, SyncError> {
+    serde_json::from_value(v).map_err(|e| SyncError::BadObject {
+        what,
+        key: key.clone(),
+        message: e.to_string(),
+    })
 }
 
 impl From<super::related::RelatedError> for SyncError {
@@ -392,7 +421,7 @@ impl SyncContext {
             debug!(%key, "service copy is being deleted; leaving it alone");
             return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
-        let remote_json = serde_json::to_value(&remote).expect("object serializes");
+        let remote_json = to_json(key, "the kcp object", &remote)?;
         if let Some(outcome) = self
             .sync_spec(key, &origin, &remote_json, local.as_ref())
             .await?
@@ -413,7 +442,7 @@ impl SyncContext {
                 key,
                 origin: &origin,
                 remote: &remote_json,
-                local: &serde_json::to_value(local).expect("object serializes"),
+                local: &to_json(key, "the service copy", local)?,
             };
             if let Some(outcome) = self.process_related(&pair, false).await? {
                 return Ok(outcome);
@@ -464,8 +493,8 @@ impl SyncContext {
                 let pair = super::related::PrimaryPair {
                     key,
                     origin: &origin,
-                    remote: &serde_json::to_value(remote).expect("object serializes"),
-                    local: &serde_json::to_value(&local).expect("object serializes"),
+                    remote: &to_json(key, "the kcp object", remote)?,
+                    local: &to_json(key, "the service copy", &local)?,
                 };
                 if let Some(outcome) = self.process_related(&pair, true).await? {
                     return Ok(outcome);
@@ -523,7 +552,7 @@ impl SyncContext {
     /// (kcp's view: kcp GVK and name). Mutations see the unstripped kcp
     /// object, and as `other` the existing copy or, before one exists, the
     /// projected copy they would otherwise get (as upstream).
-    fn desired(
+    async fn desired(
         &self,
         key: &ObjectKey,
         origin: &Origin<'_>,
@@ -533,6 +562,7 @@ impl SyncContext {
         let name = self
             .namer
             .name(origin.cluster, origin.path, remote)
+            .await
             .map_err(|e| SyncError::Naming(e, key.clone()))?;
         let mut source = remote.clone();
         if let Some(m) = &self.mutator {
@@ -545,6 +575,7 @@ impl SyncContext {
                 }
             };
             m.mutate_spec(origin, &mut source, Some(other))
+                .await
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
             if !source.is_object() || !source["metadata"].is_object() {
                 return Err(SyncError::Mutation(
@@ -581,9 +612,15 @@ impl SyncContext {
         name: &LocalName,
     ) -> Result<Value, SyncError> {
         let (labels, annotations) = self.sync_metadata(key, origin.path);
-        source["apiVersion"] = json!(self.local.ar.api_version);
-        source["kind"] = json!(self.local.ar.kind);
-        let Some(meta) = source["metadata"].as_object_mut() else {
+        let Some(obj) = source.as_object_mut() else {
+            return Err(SyncError::Mutation(
+                "the object is not a JSON object".into(),
+                key.clone(),
+            ));
+        };
+        obj.insert("apiVersion".into(), json!(self.local.ar.api_version));
+        obj.insert("kind".into(), json!(self.local.ar.kind));
+        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
             return Err(SyncError::Mutation(
                 "the object has no metadata".into(),
                 key.clone(),
@@ -595,15 +632,18 @@ impl SyncContext {
             None => meta.remove("namespace"),
         };
         for (field, entries) in [("labels", labels), ("annotations", annotations)] {
-            let m = meta.entry(field).or_insert_with(|| json!({}));
-            if !m.is_object() {
+            let Some(m) = meta
+                .entry(field)
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+            else {
                 return Err(SyncError::Mutation(
                     format!("metadata.{field} is not a map of strings"),
                     key.clone(),
                 ));
-            }
+            };
             for (k, v) in entries {
-                m[k] = json!(v);
+                m.insert(k, json!(v));
             }
         }
         Ok(source)
@@ -619,10 +659,14 @@ impl SyncContext {
     ) -> Result<Option<Outcome>, SyncError> {
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
-        let local_json = local.map(|l| serde_json::to_value(l).expect("object serializes"));
-        let (desired, state) = self.desired(key, origin, remote, local_json.as_ref())?;
+        let local_json = local
+            .map(|l| to_json(key, "the service copy", l))
+            .transpose()?;
+        let (desired, state) = self
+            .desired(key, origin, remote, local_json.as_ref())
+            .await?;
 
-        let Some(local) = local else {
+        let (Some(local), Some(local_json)) = (local, local_json) else {
             return self
                 .create(key, origin, remote, desired, &state)
                 .await
@@ -661,32 +705,12 @@ impl SyncContext {
             }
             None => {
                 // No usable state: take kcp's content wholesale, merge metadata.
-                let mut obj = local_json.expect("local exists");
-                for (k, v) in desired.as_object().expect("object") {
-                    if !matches!(
-                        k.as_str(),
-                        "apiVersion" | "kind" | "metadata" | "status" | "scale"
-                    ) {
-                        obj[k] = v.clone();
-                    }
-                }
-                for field in ["labels", "annotations"] {
-                    if let Some(m) = desired["metadata"][field].as_object() {
-                        let target = obj["metadata"]
-                            .as_object_mut()
-                            .expect("metadata")
-                            .entry(field)
-                            .or_insert_with(|| json!({}));
-                        for (k, v) in m {
-                            target[k] = v.clone();
-                        }
-                    }
-                }
+                let obj = merged_into_copy(key, local_json, &desired)?;
                 local_api
                     .replace(
                         &local_name,
                         &PostParams::default(),
-                        &serde_json::from_value(obj).expect("valid object"),
+                        &from_json(key, "the updated service copy", obj)?,
                     )
                     .await
                     .map_err(kerr("updating service copy of", key))?;
@@ -796,9 +820,10 @@ impl SyncContext {
         remote: &Value,
         local: &DynamicObject,
     ) -> Result<(), SyncError> {
-        let mut local_json = serde_json::to_value(local).expect("object serializes");
+        let mut local_json = to_json(key, "the service copy", local)?;
         if let Some(m) = &self.mutator {
             m.mutate_status(origin, &mut local_json, Some(remote))
+                .await
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
         }
         let status = local_json.get("status").cloned().unwrap_or(Value::Null);
@@ -821,7 +846,7 @@ impl SyncContext {
             .replace_status(
                 &key.name,
                 &PostParams::default(),
-                &serde_json::from_value(updated).expect("valid object"),
+                &from_json(key, "the kcp object with the copy's status", updated)?,
             )
             .await
             .map_err(kerr("updating status in kcp of", key))?;
@@ -852,6 +877,57 @@ pub(super) fn without_identity(v: &Value) -> Value {
     v
 }
 
+/// The existing copy (`local`, as JSON) with every field of `desired` but
+/// its identity, status and scale, and `desired`'s labels and annotations
+/// added to its own.
+fn merged_into_copy(
+    key: &ObjectKey,
+    mut local: Value,
+    desired: &Value,
+) -> Result<Value, SyncError> {
+    let bad = |message: &str| SyncError::BadObject {
+        what: "the service copy",
+        key: key.clone(),
+        message: message.into(),
+    };
+    let (Some(obj), Some(want)) = (local.as_object_mut(), desired.as_object()) else {
+        return Err(bad("not a JSON object"));
+    };
+    for (k, v) in want {
+        if !matches!(
+            k.as_str(),
+            "apiVersion" | "kind" | "metadata" | "status" | "scale"
+        ) {
+            obj.insert(k.clone(), v.clone());
+        }
+    }
+    for field in ["labels", "annotations"] {
+        let Some(m) = desired["metadata"][field].as_object() else {
+            continue;
+        };
+        let target = obj
+            .entry("metadata")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or_else(|| bad("metadata is not an object"))?
+            .entry(field)
+            .or_insert_with(|| json!({}));
+        if target.is_null() {
+            *target = json!({});
+        }
+        let target = target
+            .as_object_mut()
+            .ok_or_else(|| bad(&format!("metadata.{field} is not a map")))?;
+        for (k, v) in m {
+            target.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(local)
+}
+
+/// Add to `patch` the sync labels and annotations of `desired` that the
+/// copy lacks. A patch that is not an object (it always is: see
+/// `patch::diff` of two objects) is left alone.
 fn inject_missing_metadata(patch: &mut Value, local: &DynamicObject, desired: &Value) {
     let have_l = local.metadata.labels.clone().unwrap_or_default();
     let have_a = local.metadata.annotations.clone().unwrap_or_default();
@@ -862,14 +938,23 @@ fn inject_missing_metadata(patch: &mut Value, local: &DynamicObject, desired: &V
         for (k, v) in want {
             let is_sync_key = k.starts_with("syncagent.kcp.io/");
             if is_sync_key && have.get(k).map(|s| json!(s)) != Some(v.clone()) {
-                let obj = patch.as_object_mut().expect("patch is an object");
+                let Some(obj) = patch.as_object_mut() else {
+                    return;
+                };
                 let meta = obj.entry("metadata").or_insert_with(|| json!({}));
-                let m = meta
-                    .as_object_mut()
-                    .expect("metadata")
-                    .entry(field)
-                    .or_insert_with(|| json!({}));
-                m[k] = v.clone();
+                if !meta.is_object() {
+                    *meta = json!({});
+                }
+                let Some(m) = meta.as_object_mut() else {
+                    return;
+                };
+                let m = m.entry(field).or_insert_with(|| json!({}));
+                if !m.is_object() {
+                    *m = json!({});
+                }
+                if let Some(m) = m.as_object_mut() {
+                    m.insert(k.clone(), v.clone());
+                }
             }
         }
     }

@@ -15,7 +15,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
-use syncweave_runtime::{FailureKind, PluginErrorKind, PluginFailure, Runtime};
+use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Runtime};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -227,18 +227,23 @@ impl Checker {
         status.world = Some(plugin.world().to_string());
         status.conditions = Some(conds.clone());
 
-        let p = plugin.clone();
         let default_config = spec.config.clone();
-        let checked = tokio::task::spawn_blocking(move || {
+        let check = move |p: &Plugin| {
             let info = p.describe().map_err(|f| ("DescribeFailed", f))?;
             if let Some(c) = &default_config {
                 p.validate_config(&c.to_string())
                     .map_err(|f| ("InvalidConfig", f))?;
             }
             Ok::<_, (&str, PluginFailure)>(info)
-        })
-        .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        };
+        // On the blocking pool; a failure of the call itself (a panic) is
+        // a broken describe().
+        let checked = self
+            .runtime
+            .call_pool()
+            .run(&plugin, move |p| Ok(check(p)))
+            .await
+            .unwrap_or_else(|f| Err(("DescribeFailed", f)));
         let info = match checked {
             Ok(info) => info,
             Err((reason, f)) => {

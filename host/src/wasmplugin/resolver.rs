@@ -230,10 +230,12 @@ impl PluginResolver {
             (None, None) => ("null".to_string(), false),
         };
         if check {
-            let (p, c) = (plugin.clone(), config.clone());
-            let res = tokio::task::spawn_blocking(move || p.validate_config(&c))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            let c = config.clone();
+            let res = self
+                .runtime
+                .call_pool()
+                .run(&plugin, move |p| p.validate_config(&c))
+                .await;
             if let Err(f) = res {
                 return Err(config_error(field, &origin, &f));
             }
