@@ -2,7 +2,9 @@
 # Installs everything the tests and the demo need, idempotently:
 #   - Debian's Rust with std source + wasm-ld, to build Rust plugins for wasm32
 #     (no rustup wasm target can be downloaded on our machines)
-#   - kcp, built from Go modules at the version pinned in tests/kcp/go.mod
+#   - kcp, built from Go modules at the version pinned in tests/kcp/go.mod,
+#     and what a two-shard kcp needs (front proxy, cache server, kcp's
+#     sharded-test-server)
 #   - the service cluster: kube-apiserver + kubectl (tests/kube) and etcd
 #     (tests/etcd), and helm (tests/helm), each built from Go modules
 # Every binary is cached under $SYNCWEAVE_TOOLS_DIR (default ~/.cache/syncweave)
@@ -75,4 +77,17 @@ if [ ! -x "$kcp_bin" ]; then
   log "kcp built in $(( $(date +%s) - start ))s: $kcp_bin"
 fi
 ln -sf "$kcp_bin" "$tools/kcp"
+# A two-shard kcp (root + shard-1, a cache server and the front proxy, wired
+# by kcp's own sharded-test-server) for the multi-shard e2e test.
+for cmd in kcp-front-proxy cache-server sharded-test-server; do
+  bin="$tools/$cmd-$kcp_version-$stamp"
+  if [ ! -x "$bin" ]; then
+    log "building $cmd $kcp_version from Go modules…"
+    start=$(date +%s)
+    "$repo/tests/kcp/build.sh" "$bin.tmp" "$cmd" >&2
+    mv "$bin.tmp" "$bin"
+    log "$cmd built in $(( $(date +%s) - start ))s"
+  fi
+  ln -sf "$bin" "$tools/$cmd"
+done
 echo "$tools"

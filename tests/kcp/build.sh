@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds kcp from Go modules into $1. See go.mod for why this wrapper exists.
+# Builds a kcp command (default: kcp; also kcp-front-proxy, cache-server,
+# sharded-test-server) from Go modules into $1. See go.mod for why this
+# wrapper exists.
 set -euo pipefail
-out=$1
+out=$1 cmd=${2:-kcp}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 # Some kcp-dev modules are missing from the public checksum database; go.sum
@@ -20,4 +22,4 @@ if [ ! -f vwf-overlay/.complete ] || [ "$(cat vwf-overlay/.complete)" != "$vwf_v
   cp vwf-compat.go.txt vwf-overlay/pkg/forwardingregistry/zz_syncweave_compat.go
   echo "$vwf_version" > vwf-overlay/.complete
 fi
-go build -o "$out" github.com/kcp-dev/kcp/cmd/kcp
+go build -o "$out" "github.com/kcp-dev/kcp/cmd/$cmd"

@@ -17,6 +17,8 @@ pub const PR_CRD: &str =
     include_str!("../../charts/syncweave/crds/syncagent.kcp.io_publishedresources.yaml");
 
 pub struct Env {
+    /// The kcp this environment lives in ([`kcp`] or [`crate::sharded_kcp`]).
+    pub kcp: &'static Kcp,
     pub org: Workspace,
     pub provider: Workspace,
     /// The provider's service cluster: a real kube-apiserver of this test's own.
@@ -47,13 +49,23 @@ impl Env {
 
     /// Like [`Env::start`], without starting the agent.
     pub async fn prepare(test: &str, binary: &Path) -> Env {
-        let kcp = kcp();
+        Env::prepare_on(kcp(), None, test, binary).await
+    }
+
+    /// Like [`Env::prepare`], in `kcp`, with the org and provider
+    /// workspaces on the shard labelled `region` (when given).
+    pub async fn prepare_on(
+        kcp: &'static Kcp,
+        region: Option<&str>,
+        test: &str,
+        binary: &Path,
+    ) -> Env {
         let org = kcp
-            .create_workspace("root", &unique(test))
+            .create_workspace_in("root", &unique(test), region)
             .await
             .expect("org workspace");
         let provider = kcp
-            .create_workspace(&org.path, "provider")
+            .create_workspace_in(&org.path, "provider", region)
             .await
             .expect("provider workspace");
         let dir = kcp.root_dir.join(org.path.replace(':', "_"));
@@ -87,6 +99,7 @@ impl Env {
             .await
             .expect("a token for the chart's ServiceAccount");
         Env {
+            kcp,
             agent_token,
             org,
             provider,
@@ -106,11 +119,25 @@ impl Env {
 
     /// Run the agent with the kcp identity of `kcp_token` (see [`crate::kcp`]).
     pub fn start_agent_as(&mut self, kcp_token: &str, extra: &[&str]) {
-        let kcp = kcp();
         let kcp_kc = self.dir.join("kcp.kubeconfig");
-        let svc_kc = self.dir.join("service.kubeconfig");
-        kcp.write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
+        self.kcp
+            .write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
             .unwrap();
+        self.run_agent(&kcp_kc, extra);
+    }
+
+    /// Run the agent with the kcp admin's identity (for a kcp that knows no
+    /// token users, like [`crate::sharded_kcp`]).
+    pub fn start_agent_as_kcp_admin(&mut self, extra: &[&str]) {
+        let kcp_kc = self.dir.join("kcp.kubeconfig");
+        self.kcp
+            .write_kubeconfig(&self.provider.path, &kcp_kc)
+            .unwrap();
+        self.run_agent(&kcp_kc, extra);
+    }
+
+    fn run_agent(&mut self, kcp_kc: &Path, extra: &[&str]) {
+        let svc_kc = self.dir.join("service.kubeconfig");
         self.service
             .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
             .unwrap();
@@ -194,7 +221,7 @@ impl Env {
 
     /// Wait until the APIExport claims `group`/`resource`.
     pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
-        let provider = kcp().client(&self.provider.path).await.unwrap();
+        let provider = self.kcp.client(&self.provider.path).await.unwrap();
         let exports = dynamic_api(
             &provider,
             &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
@@ -264,9 +291,22 @@ impl Env {
         served: &kube::api::GroupVersionKind,
         plural: &str,
     ) -> (Workspace, Client) {
-        let kcp = kcp();
+        self.consumer_in(name, None, claims, served, plural).await
+    }
+
+    /// Like [`Env::consumer_serving`], with the workspace on the shard
+    /// labelled `region` (when given).
+    pub async fn consumer_in(
+        &self,
+        name: &str,
+        region: Option<&str>,
+        claims: &[(&str, &str)],
+        served: &kube::api::GroupVersionKind,
+        plural: &str,
+    ) -> (Workspace, Client) {
+        let kcp = self.kcp;
         let ws = kcp
-            .create_workspace(&self.org.path, name)
+            .create_workspace_in(&self.org.path, name, region)
             .await
             .expect("consumer workspace");
         let client = kcp.client(&ws.path).await.unwrap();

@@ -41,6 +41,12 @@ pub const LIMITED_KCP_USER: &str = "syncweave-limited";
 pub const LIMITED_KCP_TOKEN: &str = "syncweave-limited-token";
 
 static KCP: OnceLock<Result<Kcp, String>> = OnceLock::new();
+static SHARDED: OnceLock<Result<Kcp, String>> = OnceLock::new();
+
+/// Labels (`region`) kcp's sharded-test-server gives its shards; a workspace
+/// whose `spec.location.selector` matches one is scheduled there.
+pub const ROOT_SHARD_REGION: &str = "us-east-2";
+pub const SHARD_1_REGION: &str = "us-east-1";
 
 /// The shared kcp of this test process, started on first use. Panics with
 /// the reason (and the tail of kcp's log) if it cannot start: a test that
@@ -56,6 +62,104 @@ pub fn kcp() -> &'static Kcp {
     match KCP.get_or_init(init) {
         Ok(k) => k,
         Err(e) => panic!("cannot start kcp for e2e tests: {e}"),
+    }
+}
+
+/// A second, sharded kcp of this test process (root shard + `shard-1`, a
+/// cache server and the front proxy, as kcp's own sharded-test-server wires
+/// them), started on first use. Its admin identity is a client certificate
+/// (the shards know no token users). Its ports are fixed by
+/// sharded-test-server (6443-6445, 2379-2382, 8010-8012): one per machine.
+pub fn sharded_kcp() -> &'static Kcp {
+    let init = || {
+        std::thread::spawn(|| start_sharded().map_err(|e| format!("{e:#}")))
+            .join()
+            .unwrap_or_else(|_| Err("sharded kcp start-up thread panicked".into()))
+    };
+    match SHARDED.get_or_init(init) {
+        Ok(k) => k,
+        Err(e) => panic!("cannot start the sharded kcp for e2e tests: {e}"),
+    }
+}
+
+fn start_sharded() -> Result<Kcp> {
+    let tools = tools_dir();
+    let bin = |name: &str| -> Result<PathBuf> {
+        let p = tools.join(name);
+        if !p.exists() {
+            bail!("{} not found (run tests/setup.sh)", p.display());
+        }
+        Ok(p)
+    };
+    let server = bin("sharded-test-server")?;
+    let runs = repo_root().join("target/e2e-sharded");
+    remove_stale_runs(&runs);
+    // Shards of a run whose test process was killed outlive their parent
+    // and would hold the fixed ports.
+    kill_processes_mentioning(&runs);
+    let root_dir = runs.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&root_dir);
+    std::fs::create_dir_all(root_dir.join("logs"))?;
+    let log_file = root_dir.join("sharded-test-server.log");
+    let log = std::fs::File::create(&log_file)?;
+    let mut cmd = Command::new(&server);
+    cmd.arg("--number-of-shards=2")
+        .arg(format!("--work-dir-path={}", root_dir.display()))
+        .arg(format!(
+            "--log-dir-path={}",
+            root_dir.join("logs").display()
+        ))
+        .arg("--quiet")
+        .env("NO_GORUN", "1")
+        .env("KCP_ASSET_KCP", kcp_binary()?)
+        .env("KCP_ASSET_KCP_FRONT_PROXY", bin("kcp-front-proxy")?)
+        .env("KCP_ASSET_CACHE_SERVER", bin("cache-server")?)
+        .current_dir(&root_dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SIGTERM, not SIGKILL, when the test process dies: sharded-test-server
+    // then stops the shards it started.
+    spawn_owned_with(cmd, libc::SIGTERM)
+        .with_context(|| format!("starting {}", server.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while !root_dir.join(".kcp/ready-to-test").exists() {
+        if Instant::now() > deadline {
+            bail!(
+                "the sharded kcp did not become ready within 240s; last lines of {}:\n{}",
+                log_file.display(),
+                tail(&log_file, 30)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    wait_ready(
+        root_dir.clone(),
+        log_file,
+        &root_dir.join(".kcp/admin.kubeconfig"),
+        "https://127.0.0.1:6443".into(),
+    )
+}
+
+/// Kill every process whose command line mentions `dir`.
+fn kill_processes_mentioning(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 }
 
@@ -129,6 +233,22 @@ fn start() -> Result<Kcp> {
     spawn_owned(cmd).with_context(|| format!("starting {}", bin.display()))?;
 
     let kubeconfig_path = root_dir.join("data/admin.kubeconfig");
+    wait_ready(
+        root_dir,
+        log_file,
+        &kubeconfig_path,
+        format!("https://127.0.0.1:{port}"),
+    )
+}
+
+/// Wait until the kcp whose admin kubeconfig is at `kubeconfig_path` serves
+/// workspaces and root's WorkspaceTypes are Ready.
+fn wait_ready(
+    root_dir: PathBuf,
+    log_file: PathBuf,
+    kubeconfig_path: &Path,
+    base_url: String,
+) -> Result<Kcp> {
     let deadline = Instant::now() + Duration::from_secs(180);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -144,14 +264,13 @@ fn start() -> Result<Kcp> {
         if !kubeconfig_path.exists() {
             continue;
         }
-        let Ok(kc) = Kubeconfig::read_from(&kubeconfig_path) else {
+        let Ok(kc) = Kubeconfig::read_from(kubeconfig_path) else {
             continue;
         };
-        let base_url = format!("https://127.0.0.1:{port}");
         let k = Kcp {
             root_dir: root_dir.clone(),
             log_file: log_file.clone(),
-            base_url,
+            base_url: base_url.clone(),
             admin_kubeconfig: kc,
         };
         let ready = rt.block_on(async {
@@ -222,13 +341,19 @@ fn remove_stale_runs(runs: &Path) {
 /// Spawn a process that dies with the test process. The child is spawned
 /// from a thread that never exits, because PR_SET_PDEATHSIG fires when the
 /// *thread* that forked it ends, and test threads end all the time.
-pub(crate) fn spawn_owned(mut cmd: Command) -> Result<u32> {
+pub(crate) fn spawn_owned(cmd: Command) -> Result<u32> {
+    spawn_owned_with(cmd, libc::SIGKILL)
+}
+
+/// Like [`spawn_owned`], with the signal the child gets when the test
+/// process dies.
+pub(crate) fn spawn_owned_with(mut cmd: Command, signal: libc::c_int) -> Result<u32> {
     use std::os::unix::process::CommandExt;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -330,6 +455,17 @@ impl Kcp {
 
     /// Create a workspace under `parent` and wait until it is Ready.
     pub async fn create_workspace(&self, parent: &str, name: &str) -> Result<Workspace> {
+        self.create_workspace_in(parent, name, None).await
+    }
+
+    /// Create a workspace on the shard labelled `region` (see
+    /// [`sharded_kcp`]), or anywhere with `None`, and wait until it is Ready.
+    pub async fn create_workspace_in(
+        &self,
+        parent: &str,
+        name: &str,
+        region: Option<&str>,
+    ) -> Result<Workspace> {
         let client = self.client(parent).await?;
         let api = dynamic_api(
             &client,
@@ -341,7 +477,10 @@ impl Kcp {
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "Workspace",
             "metadata": {"name": name},
-            "spec": {},
+            "spec": match region {
+                Some(r) => json!({"location": {"selector": {"matchLabels": {"region": r}}}}),
+                None => json!({}),
+            },
         }))?;
         // A parent that just turned Ready can answer 404 for a moment while
         // kcp's path index catches up; retry briefly.

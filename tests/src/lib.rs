@@ -15,7 +15,8 @@ pub mod service;
 pub use self::env::Env;
 pub use agent::Agent;
 pub use kcp::{
-    AGENT_KCP_TOKEN, AGENT_KCP_USER, Kcp, LIMITED_KCP_TOKEN, LIMITED_KCP_USER, Workspace, kcp,
+    AGENT_KCP_TOKEN, AGENT_KCP_USER, Kcp, LIMITED_KCP_TOKEN, LIMITED_KCP_USER, ROOT_SHARD_REGION,
+    SHARD_1_REGION, Workspace, kcp, sharded_kcp,
 };
 pub use resources::*;
 pub use service::ServiceCluster;
