@@ -48,6 +48,8 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         k = resolve_kcp(kcp_cfg, &opts.endpoint_slice, &health) => k?,
         _ = shutdown_signal(cancel.clone()) => return Ok(()),
     };
+    // Shards join and leave the endpoint slice; sync controllers follow.
+    tokio::spawn(kcp.clone().watch_endpoints(cancel.clone()));
     health::spawn_probe(health.clone(), CHECK_KCP, PROBE_EVERY, cancel.clone(), {
         let kcp = kcp.clone();
         move || {

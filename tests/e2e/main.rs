@@ -11,6 +11,7 @@ mod mutation;
 mod ops;
 mod plugins;
 mod related;
+mod shards;
 mod sync;
 
 /// The binary under test, built by cargo before this test binary.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use kube::api::{Api, DynamicObject};
 use kube::{Client, Config};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::apis::kcp as kcpapi;
 use crate::kubeconfig::{base_of, with_url, workspace_of};
@@ -66,6 +67,9 @@ pub struct KcpContext {
     pub export_workspace: String,
     pub export_client: Client,
     vw_clients: Arc<Mutex<HashMap<String, Client>>>,
+    /// The slice's virtual-workspace URLs, kept current by
+    /// [`KcpContext::watch_endpoints`].
+    endpoints: Arc<watch::Sender<Vec<String>>>,
 }
 
 impl KcpContext {
@@ -122,7 +126,9 @@ impl KcpContext {
                 workspace: export_workspace,
             });
         }
+        let endpoints = Arc::new(watch::Sender::new(urls_of(&slice)));
         Ok(KcpContext {
+            endpoints,
             base_config: cfg,
             base_url,
             slice_name: slice_name.into(),
@@ -149,18 +155,58 @@ impl KcpContext {
                 "reading APIExportEndpointSlice {}",
                 self.slice_name
             )))?;
-        Ok(slice
-            .data
-            .pointer("/status/endpoints")
-            .and_then(Value::as_array)
-            .map(|eps| {
-                eps.iter()
-                    .filter_map(|e| e["url"].as_str())
-                    .filter(|u| !u.is_empty())
-                    .map(|u| u.trim_end_matches('/').to_string())
-                    .collect()
-            })
-            .unwrap_or_default())
+        let urls = urls_of(&slice);
+        self.endpoints
+            .send_if_modified(|cur| replace_if_changed(cur, &urls));
+        Ok(urls)
+    }
+
+    /// The current virtual-workspace URLs; the receiver sees every change.
+    pub fn endpoints(&self) -> watch::Receiver<Vec<String>> {
+        self.endpoints.subscribe()
+    }
+
+    /// Follow the endpoint slice until cancelled, publishing its URLs to
+    /// [`KcpContext::endpoints`]. Shards join the slice when a workspace on
+    /// them binds the export and leave when the last one unbinds.
+    pub async fn watch_endpoints(self, cancel: tokio_util::sync::CancellationToken) {
+        use futures::{StreamExt, TryStreamExt};
+        use kube::runtime::watcher;
+        let slices: Api<DynamicObject> = Api::all_with(
+            self.slice_client.clone(),
+            &kcpapi::apiexport_endpoint_slice(),
+        );
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={}", self.slice_name));
+        let mut stream = watcher(slices, cfg).boxed();
+        let mut backoff = crate::backoff::Backoff::new(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(30),
+        );
+        loop {
+            let ev = tokio::select! {
+                ev = stream.try_next() => ev,
+                _ = cancel.cancelled() => return,
+            };
+            match ev {
+                Ok(Some(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => {
+                    backoff.reset();
+                    let urls = urls_of(&s);
+                    if self
+                        .endpoints
+                        .send_if_modified(|cur| replace_if_changed(cur, &urls))
+                    {
+                        tracing::info!(slice = %self.slice_name, ?urls, "endpoint slice URLs changed");
+                    }
+                }
+                Ok(Some(_)) => backoff.reset(),
+                Ok(None) => return,
+                Err(e) => {
+                    let retry_in = backoff.next_delay();
+                    tracing::warn!(slice = %self.slice_name, error = %e, ?retry_in, "watching the endpoint slice failed; retrying");
+                    tokio::time::sleep(retry_in).await;
+                }
+            }
+        }
     }
 
     /// A client for `<vw_url>/clusters/<cluster>`; `cluster` may be `*` for
@@ -175,6 +221,31 @@ impl KcpContext {
         cache.insert(url, c.clone());
         Ok(c)
     }
+}
+
+fn urls_of(slice: &DynamicObject) -> Vec<String> {
+    let mut urls: Vec<String> = slice
+        .data
+        .pointer("/status/endpoints")
+        .and_then(Value::as_array)
+        .map(|eps| {
+            eps.iter()
+                .filter_map(|e| e["url"].as_str())
+                .filter(|u| !u.is_empty())
+                .map(|u| u.trim_end_matches('/').to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    urls.dedup();
+    urls
+}
+
+fn replace_if_changed(cur: &mut Vec<String>, new: &[String]) -> bool {
+    if cur.as_slice() == new {
+        return false;
+    }
+    *cur = new.to_vec();
+    true
 }
 
 fn client_for(cfg: &Config) -> Result<Client, KcpError> {

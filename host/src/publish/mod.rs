@@ -389,15 +389,20 @@ impl Publisher {
     ) -> anyhow::Result<Option<(CancellationToken, Arc<Failures>)>> {
         let name = pr.metadata.name.clone().unwrap_or_default();
         let urls = self.kcp.endpoint_urls().await?;
-        let Some(vw_url) = urls.first().cloned() else {
+        if urls.is_empty() {
             info!(published_resource = %name, "waiting for the APIExportEndpointSlice to list an endpoint (no workspace has bound the export yet)");
             return Ok(None);
-        };
-        let probe: Api<DynamicObject> =
-            Api::all_with(self.kcp.vw_client(&vw_url, "*")?, &resolved.remote.ar);
-        if let Err(e) = probe.list(&ListParams::default().limit(1)).await {
-            info!(published_resource = %name, error = %e, "waiting for kcp to serve the resource in the virtual workspace");
-            return Ok(None);
+        }
+        // As upstream: every shard's virtual workspace must serve the
+        // resource before syncing starts. Shards that join later are
+        // watched (with retries) by the running controller.
+        for vw_url in &urls {
+            let probe: Api<DynamicObject> =
+                Api::all_with(self.kcp.vw_client(vw_url, "*")?, &resolved.remote.ar);
+            if let Err(e) = probe.list(&ListParams::default().limit(1)).await {
+                info!(published_resource = %name, url = %vw_url, error = %e, "waiting for kcp to serve the resource in the virtual workspace");
+                return Ok(None);
+            }
         }
         let resource_filter = match pr.spec.filter.as_ref().and_then(|f| f.resource.as_ref()) {
             Some(sel) => Some(label_selector(sel).map_err(|e| {
@@ -418,7 +423,7 @@ impl Publisher {
                 remote: resolved.remote.clone(),
                 local: resolved.local.clone(),
                 kcp: self.kcp.clone(),
-                vw_url,
+                cache: crate::sync::cache::KcpCache::new(),
                 service: self.service.clone(),
                 state: StateStore::new(self.service.clone(), &self.cfg.namespace),
                 namer: self.plugins.namer(pr, resolved.local.namespaced).await?,

@@ -1,11 +1,13 @@
 //! Object synchronisation, top to bottom:
-//! [`controller`] watches kcp (through the APIExport virtual workspace) and
+//! [`controller`] watches kcp (through the APIExport virtual workspace of
+//! every shard, into the [`cache`]) and
 //! the service cluster and feeds keys into a [`queue`]; each key is handled
 //! by the [`syncer`], which names the copy ([`naming`]), strips kcp-only
 //! metadata ([`strip`]), applies it to the service cluster with a three-way
 //! merge against the last state ([`state`], [`patch`]), and copies status
 //! back up. Related objects (`spec.related`) follow the primary ([`related`]).
 
+pub mod cache;
 pub mod controller;
 pub mod events;
 pub mod gojson;

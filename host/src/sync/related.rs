@@ -72,7 +72,7 @@ impl Related {
     fn field(&self) -> String {
         format!("spec.related[{}] ({})", self.index, self.spec.identifier)
     }
-    fn is_service(&self) -> bool {
+    pub(super) fn is_service(&self) -> bool {
         self.spec.origin == RelatedResourceOrigin::Service
     }
 }
@@ -563,8 +563,7 @@ impl SyncContext {
         let client = if service_side {
             self.service.clone()
         } else {
-            self.kcp
-                .vw_client(&self.vw_url, &key.cluster)
+            self.kcp_client(&key.cluster)
                 .map_err(|e| config_err(&field, e.to_string()))?
         };
         let plural = match (&r.spec.identity_hash, service_side) {
@@ -650,7 +649,7 @@ impl SyncContext {
                         .kcp_api(p.key)
                         .map_err(|e| config_err(&field, e.to_string()))?;
                     let patch = json!({"metadata": {"annotations": {&annotation: value}}});
-                    kcp_api
+                    let recorded = kcp_api
                         .patch(&p.key.name, &PatchParams::default(), &Patch::Merge(&patch))
                         .await
                         .map_err(|source| RelatedError::Kube {
@@ -659,6 +658,7 @@ impl SyncContext {
                             what: p.key.to_string(),
                             source,
                         })?;
+                    self.cache.write_through(recorded);
                     debug!(key = %p.key, %annotation, "recorded related object on the primary");
                     return Ok(Some(Outcome::Requeue(Duration::ZERO)));
                 }
@@ -810,8 +810,7 @@ impl SyncContext {
                 let client = match prim.origin_side {
                     RelatedResourceOrigin::Service => self.service.clone(),
                     RelatedResourceOrigin::Kcp => self
-                        .kcp
-                        .vw_client(&self.vw_url, prim.cluster)
+                        .kcp_client(prim.cluster)
                         .map_err(|e| config_err(field, e.to_string()))?,
                 };
                 let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
@@ -1205,8 +1204,15 @@ async fn ensure_kcp_namespace(client: &Client, ns: &str) -> Result<(), kube::Err
 // Watches: enqueue the primary when a related original changes.
 
 /// Watch the originals of related resources with `watch` set and enqueue
-/// the primaries they belong to. Runs until the stream ends.
-pub async fn watch(ctx: Arc<SyncContext>, index: usize, queue: Arc<WorkQueue<ObjectKey>>) {
+/// the primaries they belong to. Runs until the stream ends. kcp-side
+/// originals are watched through one shard's virtual workspace (`kcp_url`);
+/// there is one such watch per shard.
+pub async fn watch(
+    ctx: Arc<SyncContext>,
+    index: usize,
+    queue: Arc<WorkQueue<ObjectKey>>,
+    kcp_url: Option<Arc<str>>,
+) {
     let Some(r) = ctx.related.iter().find(|r| r.index == index) else {
         return;
     };
@@ -1219,16 +1225,16 @@ pub async fn watch(ctx: Arc<SyncContext>, index: usize, queue: Arc<WorkQueue<Obj
         (Some(h), false) if !h.is_empty() => format!("{resource}:{h}"),
         _ => resource.clone(),
     };
-    let client = if service {
-        ctx.service.clone()
-    } else {
-        match ctx.kcp.vw_client(&ctx.vw_url, "*") {
+    let client = match (service, &kcp_url) {
+        (true, _) => ctx.service.clone(),
+        (false, None) => return,
+        (false, Some(url)) => match ctx.kcp.vw_client(url, "*") {
             Ok(c) => c,
             Err(e) => {
                 warn!(field = %r.field(), error = %e, "cannot watch related objects");
                 return;
             }
-        }
+        },
     };
     let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     let ar = loop {
@@ -1270,6 +1276,15 @@ pub async fn watch(ctx: Arc<SyncContext>, index: usize, queue: Arc<WorkQueue<Obj
                     // The initial list: the periodic resync covers it.
                     _ => continue,
                 };
+                if let (Some(url), Some(cluster)) = (
+                    &kcp_url,
+                    obj.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(crate::apis::kcp::CLUSTER_ANNOTATION)),
+                ) {
+                    ctx.cache.route_seen(cluster, url);
+                }
                 for key in primaries_of(&ctx, service, &obj, selector.as_deref()).await {
                     debug!(key = %key, field = %r.field(), "related object changed");
                     queue.add(key);
@@ -1308,7 +1323,7 @@ async fn primaries_of(
     let client = if service {
         Some(ctx.service.clone())
     } else {
-        ctx.kcp.vw_client(&ctx.vw_url, &cluster).ok()
+        ctx.kcp_client(&cluster).ok()
     };
     let Some(client) = client else { return vec![] };
     let mut found: Vec<DynamicObject> = Vec::new();

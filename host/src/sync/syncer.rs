@@ -91,7 +91,9 @@ pub struct SyncContext {
     /// The resource on the service cluster.
     pub local: Side,
     pub kcp: KcpContext,
-    pub vw_url: String,
+    /// Every kcp object of the resource, across all shards, and which
+    /// shard's virtual workspace serves each workspace.
+    pub cache: Arc<super::cache::KcpCache>,
     pub service: Client,
     pub state: StateStore,
     pub namer: Arc<dyn Namer>,
@@ -150,6 +152,11 @@ pub enum SyncError {
         "LogicalCluster of workspace {0} has no kcp.io/path annotation, so enableWorkspacePaths cannot name it"
     )]
     NoWorkspacePath(String),
+    #[error(
+        "workspace {0} is not served by any URL of the APIExportEndpointSlice (yet); \
+         retrying until its shard's virtual workspace lists it"
+    )]
+    NoShard(String),
     #[error(transparent)]
     Kcp(#[from] crate::kcp::KcpError),
     #[error("related resource {0}")]
@@ -203,8 +210,18 @@ fn kerr(
 const REQUEUE_SOON: Duration = Duration::from_secs(1);
 
 impl SyncContext {
+    /// A client for one consumer workspace, through the virtual workspace of
+    /// the shard that serves it.
+    pub(super) fn kcp_client(&self, cluster: &str) -> Result<Client, SyncError> {
+        let url = self
+            .cache
+            .route(cluster)
+            .ok_or_else(|| SyncError::NoShard(cluster.to_string()))?;
+        Ok(self.kcp.vw_client(&url, cluster)?)
+    }
+
     pub(super) fn kcp_api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, SyncError> {
-        let client = self.kcp.vw_client(&self.vw_url, &key.cluster)?;
+        let client = self.kcp_client(&key.cluster)?;
         Ok(match &key.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &self.remote.ar),
             None => Api::all_with(client, &self.remote.ar),
@@ -267,7 +284,7 @@ impl SyncContext {
         {
             return Ok(Some(p.clone()));
         }
-        let client = self.kcp.vw_client(&self.vw_url, cluster)?;
+        let client = self.kcp_client(cluster)?;
         let api: Api<DynamicObject> = Api::all_with(client, &crate::apis::kcp::logical_cluster());
         let lc = api.get("cluster").await.map_err(|source| SyncError::Kube {
             action: "reading the LogicalCluster (for enableWorkspacePaths) of",
@@ -329,7 +346,7 @@ impl SyncContext {
         let Ok(obj) = serde_json::from_value::<DynamicObject>(remote.clone()) else {
             return;
         };
-        let Ok(client) = self.kcp.vw_client(&self.vw_url, &key.cluster) else {
+        let Ok(client) = self.kcp_client(&key.cluster) else {
             return;
         };
         let event = events::event_for(&obj, &self.agent_name, warning, reason, &message);
@@ -344,9 +361,8 @@ impl SyncContext {
             Ok(_) => self.failures.succeeded(key),
             Err(e) => {
                 self.failures.failed(key, e.to_string());
-                let Ok(api) = self.kcp_api(key) else { return };
-                if let Ok(Some(obj)) = api.get_opt(&key.name).await
-                    && let Ok(v) = serde_json::to_value(&obj)
+                if let Some(obj) = self.cache.get(key)
+                    && let Ok(v) = serde_json::to_value(&*obj)
                 {
                     self.emit(key, &v, true, events::RECONCILING_ERROR, e.to_string());
                 }
@@ -355,15 +371,14 @@ impl SyncContext {
     }
 
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
-        let kcp_api = self.kcp_api(key)?;
-        let Some(remote) = kcp_api
-            .get_opt(&key.name)
-            .await
-            .map_err(kerr("reading", key))?
-        else {
+        // Read from the informer cache: the watch keeps it current, and
+        // the agent's own writes are written through.
+        let Some(remote) = self.cache.get(key) else {
             debug!(%key, "object is gone from kcp");
             return Ok(Outcome::Done);
         };
+        let remote = DynamicObject::clone(&remote);
+        let kcp_api = self.kcp_api(key)?;
         let has_finalizer = remote
             .metadata
             .finalizers
@@ -397,10 +412,11 @@ impl SyncContext {
             let mut finalizers = remote.metadata.finalizers.clone().unwrap_or_default();
             finalizers.push(FINALIZER.to_string());
             let p = json!({"metadata": {"finalizers": finalizers, "resourceVersion": remote.metadata.resource_version}});
-            kcp_api
+            let accepted = kcp_api
                 .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
                 .await
                 .map_err(kerr("adding finalizer to", key))?;
+            self.cache.write_through(accepted);
             info!(%key, "accepted object (finalizer added)");
             if let Ok(v) = serde_json::to_value(&remote) {
                 self.emit(
@@ -459,7 +475,7 @@ impl SyncContext {
         let (Some(filter), Some(ns)) = (&self.namespace_filter, &key.namespace) else {
             return Ok(true);
         };
-        let client = self.kcp.vw_client(&self.vw_url, &key.cluster)?;
+        let client = self.kcp_client(&key.cluster)?;
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
         let namespace = namespaces.get(ns).await.map_err(|source| SyncError::Kube {
             action: "reading the Namespace (for spec.filter.namespace) of",
@@ -530,10 +546,11 @@ impl SyncContext {
             .filter(|f| f != FINALIZER)
             .collect();
         let p = json!({"metadata": {"finalizers": finalizers, "resourceVersion": remote.metadata.resource_version}});
-        kcp_api
+        let released = kcp_api
             .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
             .await
             .map_err(kerr("releasing finalizer of", key))?;
+        self.cache.write_through(released);
         info!(%key, "service copy gone; finalizer released");
         if let Ok(v) = serde_json::to_value(remote) {
             self.emit(
@@ -842,7 +859,7 @@ impl SyncContext {
             }
             None => {}
         }
-        kcp_api
+        let written = kcp_api
             .replace_status(
                 &key.name,
                 &PostParams::default(),
@@ -850,6 +867,7 @@ impl SyncContext {
             )
             .await
             .map_err(kerr("updating status in kcp of", key))?;
+        self.cache.write_through(written);
         info!(%key, "synced status to kcp");
         self.emit(
             key,

@@ -1,0 +1,333 @@
+//! The kcp-side informer cache of one sync controller: every object of the
+//! published resource in every bound workspace, across all virtual-workspace
+//! URLs (shards) of the endpoint slice, keyed by (logical cluster, namespace,
+//! name). Reconciles read from here; writes go to the API and are written
+//! through, so the next reconcile does not act on what it just changed.
+//!
+//! kube-runtime's reflector store is not used: it keys by (namespace, name),
+//! so same-named objects of two workspaces would overwrite each other.
+//!
+//! The cache also knows which URL serves each logical cluster: on a sharded
+//! kcp, a workspace is only reachable through its own shard's virtual
+//! workspace.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+
+use kube::api::DynamicObject;
+
+use super::ObjectKey;
+use crate::apis::kcp::CLUSTER_ANNOTATION;
+
+#[derive(Default)]
+pub struct KcpCache {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    objects: HashMap<ObjectKey, Entry>,
+    /// Logical cluster → the URL that serves it.
+    routes: HashMap<String, Arc<str>>,
+    /// URLs whose initial list has completed.
+    synced: HashSet<Arc<str>>,
+    /// Objects of a re-list in progress, by URL.
+    relisting: HashMap<Arc<str>, Vec<DynamicObject>>,
+}
+
+struct Entry {
+    obj: Arc<DynamicObject>,
+    url: Arc<str>,
+}
+
+/// The key of a kcp object seen through a wildcard virtual workspace (which
+/// names the workspace in the `kcp.io/cluster` annotation).
+pub fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
+    Some(ObjectKey {
+        cluster: obj
+            .metadata
+            .annotations
+            .as_ref()?
+            .get(CLUSTER_ANNOTATION)?
+            .clone(),
+        namespace: obj.metadata.namespace.clone(),
+        name: obj.metadata.name.clone()?,
+    })
+}
+
+/// Whether `incoming` is older than `stored` (both from the same shard).
+/// Resource versions are opaque to clients, but kcp's are etcd revisions;
+/// when either does not parse, the incoming object wins.
+fn older(incoming: &DynamicObject, stored: &DynamicObject) -> bool {
+    let rv = |o: &DynamicObject| {
+        o.metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    matches!((rv(incoming), rv(stored)), (Some(a), Some(b)) if a < b)
+}
+
+impl KcpCache {
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A watch event added or changed `obj` (served by `url`).
+    pub fn apply(&self, url: &Arc<str>, obj: DynamicObject) -> Option<ObjectKey> {
+        let key = key_of(&obj)?;
+        let mut inner = self.write();
+        inner.routes.insert(key.cluster.clone(), url.clone());
+        if let Some(e) = inner.objects.get(&key)
+            && *e.url == **url
+            && older(&obj, &e.obj)
+        {
+            return Some(key);
+        }
+        inner.objects.insert(
+            key.clone(),
+            Entry {
+                obj: Arc::new(obj),
+                url: url.clone(),
+            },
+        );
+        Some(key)
+    }
+
+    /// The agent itself changed the object: remember the API's answer.
+    pub fn write_through(&self, obj: DynamicObject) {
+        let Some(key) = key_of(&obj) else { return };
+        let mut inner = self.write();
+        let Some(url) = inner.routes.get(&key.cluster).cloned() else {
+            return;
+        };
+        if let Some(e) = inner.objects.get(&key)
+            && older(&obj, &e.obj)
+        {
+            return;
+        }
+        inner.objects.insert(
+            key,
+            Entry {
+                obj: Arc::new(obj),
+                url,
+            },
+        );
+    }
+
+    /// A watch event deleted `obj`.
+    pub fn delete(&self, url: &Arc<str>, obj: &DynamicObject) -> Option<ObjectKey> {
+        let key = key_of(obj)?;
+        let mut inner = self.write();
+        if inner.objects.get(&key).is_some_and(|e| *e.url == **url) {
+            inner.objects.remove(&key);
+        }
+        Some(key)
+    }
+
+    /// A (re-)list from `url` begins.
+    pub fn list_started(&self, url: &Arc<str>) {
+        self.write().relisting.insert(url.clone(), Vec::new());
+    }
+
+    /// One object of the (re-)list from `url`.
+    pub fn listed(&self, url: &Arc<str>, obj: DynamicObject) {
+        if let Some(buf) = self.write().relisting.get_mut(url) {
+            buf.push(obj);
+        }
+    }
+
+    /// The (re-)list from `url` is complete: it replaces everything the
+    /// cache held from `url`. Returns every key that was or is now present,
+    /// so deletions missed while the watch was down are reconciled too.
+    pub fn list_done(&self, url: &Arc<str>) -> Vec<ObjectKey> {
+        let mut inner = self.write();
+        let listed = inner.relisting.remove(url).unwrap_or_default();
+        let mut keys: Vec<ObjectKey> = inner
+            .objects
+            .iter()
+            .filter(|(_, e)| *e.url == **url)
+            .map(|(k, _)| k.clone())
+            .collect();
+        inner.objects.retain(|_, e| *e.url != **url);
+        for obj in listed {
+            let Some(key) = key_of(&obj) else { continue };
+            inner.routes.insert(key.cluster.clone(), url.clone());
+            inner.objects.insert(
+                key.clone(),
+                Entry {
+                    obj: Arc::new(obj),
+                    url: url.clone(),
+                },
+            );
+            keys.push(key);
+        }
+        inner.synced.insert(url.clone());
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// `url` left the endpoint slice (its shard has no consumers any more):
+    /// drop what it served. Returns the keys that were dropped.
+    pub fn forget_url(&self, url: &str) -> Vec<ObjectKey> {
+        let mut inner = self.write();
+        let keys = inner
+            .objects
+            .iter()
+            .filter(|(_, e)| &*e.url == url)
+            .map(|(k, _)| k.clone())
+            .collect();
+        inner.objects.retain(|_, e| &*e.url != url);
+        inner.routes.retain(|_, u| &**u != url);
+        inner.synced.retain(|u| &**u != url);
+        inner.relisting.retain(|u, _| &**u != url);
+        keys
+    }
+
+    /// Remember that `cluster` is served by `url` (from related-object
+    /// watches, which see workspaces that may hold no primary yet).
+    pub fn route_seen(&self, cluster: &str, url: &Arc<str>) {
+        let mut inner = self.write();
+        if inner.routes.get(cluster).is_none_or(|u| u != url) {
+            inner.routes.insert(cluster.to_string(), url.clone());
+        }
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        self.read().objects.get(key).map(|e| e.obj.clone())
+    }
+
+    /// The URL serving `cluster`, if any watch has seen it.
+    pub fn route(&self, cluster: &str) -> Option<Arc<str>> {
+        self.read().routes.get(cluster).cloned()
+    }
+
+    /// Whether the initial list of every URL in `urls` has completed.
+    pub fn synced(&self, urls: &[String]) -> bool {
+        let inner = self.read();
+        urls.iter().all(|u| inner.synced.iter().any(|s| **s == **u))
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(cluster: &str, name: &str, rv: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default", "resourceVersion": rv,
+                         "annotations": {"kcp.io/cluster": cluster}}
+        }))
+        .unwrap()
+    }
+
+    fn key(cluster: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: cluster.into(),
+            namespace: Some("default".into()),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn same_name_in_two_workspaces_are_two_entries_with_their_own_routes() {
+        let c = KcpCache::new();
+        let (u1, u2): (Arc<str>, Arc<str>) = ("https://shard-0".into(), "https://shard-1".into());
+        c.apply(&u1, obj("a", "w", "1"));
+        c.apply(&u2, obj("b", "w", "1"));
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.route("a").as_deref(), Some("https://shard-0"));
+        assert_eq!(c.route("b").as_deref(), Some("https://shard-1"));
+        assert!(c.route("c").is_none());
+    }
+
+    #[test]
+    fn an_older_event_does_not_replace_a_written_through_object() {
+        let c = KcpCache::new();
+        let u: Arc<str> = "https://shard-0".into();
+        c.apply(&u, obj("a", "w", "5"));
+        c.write_through(obj("a", "w", "7"));
+        c.apply(&u, obj("a", "w", "6"));
+        assert_eq!(
+            c.get(&key("a", "w"))
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("7")
+        );
+        c.apply(&u, obj("a", "w", "8"));
+        assert_eq!(
+            c.get(&key("a", "w"))
+                .unwrap()
+                .metadata
+                .resource_version
+                .as_deref(),
+            Some("8")
+        );
+    }
+
+    #[test]
+    fn a_relist_replaces_only_its_own_urls_objects_and_reports_vanished_keys() {
+        let c = KcpCache::new();
+        let (u1, u2): (Arc<str>, Arc<str>) = ("https://shard-0".into(), "https://shard-1".into());
+        c.apply(&u1, obj("a", "gone", "1"));
+        c.apply(&u1, obj("a", "kept", "1"));
+        c.apply(&u2, obj("b", "other", "1"));
+        assert!(!c.synced(&["https://shard-0".into()]));
+        c.list_started(&u1);
+        c.listed(&u1, obj("a", "kept", "2"));
+        c.listed(&u1, obj("a", "new", "2"));
+        let keys = c.list_done(&u1);
+        assert_eq!(
+            keys,
+            vec![key("a", "gone"), key("a", "kept"), key("a", "new")]
+        );
+        assert!(c.get(&key("a", "gone")).is_none());
+        assert!(c.get(&key("b", "other")).is_some());
+        assert!(c.synced(&["https://shard-0".into()]));
+        assert!(!c.synced(&["https://shard-0".into(), "https://shard-1".into()]));
+    }
+
+    #[test]
+    fn forgetting_a_url_drops_its_objects_and_routes() {
+        let c = KcpCache::new();
+        let (u1, u2): (Arc<str>, Arc<str>) = ("https://shard-0".into(), "https://shard-1".into());
+        c.apply(&u1, obj("a", "w", "1"));
+        c.apply(&u2, obj("b", "w", "1"));
+        assert_eq!(c.forget_url("https://shard-1"), vec![key("b", "w")]);
+        assert!(c.route("b").is_none());
+        assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn a_delete_event_removes_the_object() {
+        let c = KcpCache::new();
+        let u: Arc<str> = "https://shard-0".into();
+        let o = obj("a", "w", "1");
+        c.apply(&u, o.clone());
+        assert_eq!(c.delete(&u, &o), Some(key("a", "w")));
+        assert!(c.get(&key("a", "w")).is_none());
+        // The workspace is still served by that shard.
+        assert!(c.route("a").is_some());
+    }
+}
