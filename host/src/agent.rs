@@ -72,6 +72,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
 
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
+    crate::metrics::instrument(&runtime);
     // WasmPlugins are reconciled by the leader only (it writes their status).
     let registry = crate::wasmplugin::WasmPluginRegistry::new();
     let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
@@ -184,6 +185,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
+    crate::metrics::instrument(&runtime);
     // configmap:// renderer sources are read from the config workspace.
     let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
         &runtime,

@@ -15,6 +15,7 @@ pub mod kcp;
 pub mod kubeconfig;
 pub mod leader;
 pub mod logging;
+pub mod metrics;
 pub mod namespace;
 pub mod plugin_cmd;
 pub mod plugins;

@@ -3,7 +3,6 @@
 //! would be a large dependency for three read-only paths.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,33 +13,9 @@ use tracing::info;
 use crate::cli::CommonArgs;
 use crate::health::Health;
 
-/// Process-wide metrics.
-pub struct Metrics {
-    pub published_resources: AtomicI64,
-    pub reconciles_ok: AtomicU64,
-    pub reconciles_failed: AtomicU64,
-}
-
-pub static METRICS: Metrics = Metrics {
-    published_resources: AtomicI64::new(0),
-    reconciles_ok: AtomicU64::new(0),
-    reconciles_failed: AtomicU64::new(0),
-};
-
 fn render_metrics() -> String {
-    let m = &METRICS;
-    format!(
-        "# HELP sync_agent_published_resource Number of PublishedResources handled by this agent.\n\
-         # TYPE sync_agent_published_resource gauge\n\
-         sync_agent_published_resource {}\n\
-         # HELP syncweave_reconciles_total Object reconciliations by result.\n\
-         # TYPE syncweave_reconciles_total counter\n\
-         syncweave_reconciles_total{{result=\"success\"}} {}\n\
-         syncweave_reconciles_total{{result=\"error\"}} {}\n",
-        m.published_resources.load(Ordering::Relaxed),
-        m.reconciles_ok.load(Ordering::Relaxed),
-        m.reconciles_failed.load(Ordering::Relaxed),
-    )
+    let stats = crate::metrics::RUNTIME_STATS.get().map(|f| f());
+    crate::metrics::METRICS.render(stats)
 }
 
 /// Servers stop when the returned guard is dropped or `cancel` fires.

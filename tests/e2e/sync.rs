@@ -326,6 +326,38 @@ async fn metrics_health_and_leader_election() {
             .then_some(()))
     })
     .await;
+
+    // Per-PublishedResource and per-plugin series once an object syncs (the
+    // default naming is the built-in Wasm `naming` plugin).
+    let (ws, client) = env.consumer("metrics-consumer").await;
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("measured", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+    wait_for_copy(
+        &service_crontabs(&env, &ws.cluster),
+        &default_copy_name("default", "measured"),
+        "copy of the measured object",
+    )
+    .await;
+    let pr = r#"published_resource="publish-crontabs""#;
+    let text = eventually("per-resource and per-plugin metrics", WAIT, || async {
+        let (_, m) = http_get(metrics, "/metrics").await?;
+        let has = |prefix: &str| m.lines().any(|l| l.starts_with(prefix));
+        Ok((has(&format!("syncweave_reconciles_total{{{pr},result=\"success\"}}"))
+            && has(&format!("syncweave_reconcile_duration_seconds_count{{{pr}}}"))
+            && has(&format!("syncweave_queue_depth{{{pr}}}"))
+            && has(&format!("syncweave_objects_failing{{{pr}}} 0"))
+            && has(r#"syncweave_plugin_calls_total{plugin="naming",result="ok"}"#)
+            && has(r#"syncweave_plugin_call_duration_seconds_count{plugin="naming"}"#)
+            && has("syncweave_component_loads{"))
+        .then_some(m))
+    })
+    .await;
+    assert!(!text.contains("result=\"error\""), "{text}");
 }
 
 /// `spec.filter.namespace` keeps tenants apart: only objects whose kcp

@@ -28,7 +28,7 @@ pub use plugin::{
     CallContext, Direction, ExampleOutcome, ExampleVerdict, Fixture, ObjectName, Plugin,
     PluginInfo, WarmInstance,
 };
-pub use pool::{CallPool, available_cores};
+pub use pool::{CallObserver, CallPool, available_cores};
 pub use runtime::{
     EngineKind, Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir,
 };

@@ -10,7 +10,8 @@
 //! machine has cores.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
@@ -19,10 +20,25 @@ use crate::plugin::Plugin;
 
 /// Runs plugin calls on the blocking pool, at most [`CallPool::size`] at
 /// once. Cheap to clone; clones share the permits.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CallPool {
     permits: Arc<Semaphore>,
     size: usize,
+    observer: Arc<OnceLock<CallObserver>>,
+}
+
+/// Told about every call that ends: the plugin's name, how long the call
+/// ran (not counting the wait for a permit) and its failure class, if any.
+/// The host turns this into metrics.
+pub type CallObserver = Box<dyn Fn(&str, Duration, Option<FailureKind>) + Send + Sync>;
+
+impl std::fmt::Debug for CallPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallPool")
+            .field("size", &self.size)
+            .field("in_use", &self.in_use())
+            .finish()
+    }
 }
 
 /// The number of cores this process may use (at least 1).
@@ -37,7 +53,14 @@ impl CallPool {
         CallPool {
             permits: Arc::new(Semaphore::new(size)),
             size,
+            observer: Arc::default(),
         }
+    }
+
+    /// Install the observer of every call through this pool and its clones
+    /// (once; later calls return false).
+    pub fn observe(&self, observer: CallObserver) -> bool {
+        self.observer.set(observer).is_ok()
     }
 
     /// How many calls may run at once.
@@ -89,18 +112,30 @@ impl CallPool {
             .map_err(|_| fail("the plugin call pool is closed".into()))?;
         let task = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            f()
+            let start = Instant::now();
+            let result = f();
+            (result, start.elapsed())
         });
-        match task.await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => Err(fail(format!(
-                "the host panicked while running the plugin call: {}",
-                panic_message(e.into_panic().as_ref())
-            ))),
-            Err(e) => Err(fail(format!(
-                "the plugin call was cancelled (is the agent shutting down?): {e}"
-            ))),
+        let (result, took) = match task.await {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => (
+                Err(fail(format!(
+                    "the host panicked while running the plugin call: {}",
+                    panic_message(e.into_panic().as_ref())
+                ))),
+                Duration::ZERO,
+            ),
+            Err(e) => (
+                Err(fail(format!(
+                    "the plugin call was cancelled (is the agent shutting down?): {e}"
+                ))),
+                Duration::ZERO,
+            ),
+        };
+        if let Some(observe) = self.observer.get() {
+            observe(name, took, result.as_ref().err().map(|e| e.kind));
         }
+        result
     }
 }
 

@@ -20,7 +20,7 @@ use super::reconcile::Outcome;
 use super::{InitError, Shared, workspacetype_resource};
 use crate::apis::WorkspaceTypeReference;
 use crate::apis::kcp::{CLUSTER_ANNOTATION, logical_cluster};
-use crate::serve::METRICS;
+use crate::metrics::METRICS;
 use crate::sync::queue::WorkQueue;
 
 /// Upstream runs 4 workers per target.
@@ -193,19 +193,16 @@ async fn work(target: Arc<Target>) {
         let outcome = target.reconcile(&key).await;
         match outcome {
             Ok(Outcome::Done) => {
-                METRICS
-                    .reconciles_ok
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                METRICS.init_reconciled(&target.id.name, "success");
                 target.queue.forget(&key);
             }
             Ok(Outcome::Requeue(d)) => {
+                METRICS.init_reconciled(&target.id.name, "requeue");
                 target.queue.forget(&key);
                 target.queue.add_after(key.clone(), d);
             }
             Err(e) => {
-                METRICS
-                    .reconciles_failed
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                METRICS.init_reconciled(&target.id.name, "error");
                 warn!(init_target = %target.id.name, cluster = %key.cluster, error = %e, "initializing workspace failed; will retry");
                 target.queue.add_rate_limited(key.clone());
             }

@@ -163,9 +163,9 @@ impl Publisher {
         let prs = api
             .list(&ListParams::default().labels(&self.cfg.selector))
             .await?;
-        crate::serve::METRICS
+        crate::metrics::METRICS
             .published_resources
-            .store(prs.items.len() as i64, std::sync::atomic::Ordering::Relaxed);
+            .set(prs.items.len() as i64);
         let mut pending = false;
         let mut schemas = BTreeMap::new();
         let mut ready = Vec::new();
@@ -424,6 +424,10 @@ impl Publisher {
                 local: resolved.local.clone(),
                 kcp: self.kcp.clone(),
                 cache: crate::sync::cache::KcpCache::new(),
+                copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
+                    crate::sync::controller::local_key(o).map(|k| k.to_string())
+                }),
+                namespaces: Default::default(),
                 service: self.service.clone(),
                 state: StateStore::new(self.service.clone(), &self.cfg.namespace),
                 namer: self.plugins.namer(pr, resolved.local.namespaced).await?,

@@ -226,6 +226,112 @@ impl KcpCache {
     }
 }
 
+/// A single-cluster informer store (the service side): the objects of one
+/// watch, keyed by what the syncer looks them up by (a copy by the kcp
+/// object it belongs to, a state Secret by name).
+pub struct Store<V> {
+    inner: RwLock<StoreInner<V>>,
+    key_of: fn(&V) -> Option<String>,
+}
+
+struct StoreInner<V> {
+    map: HashMap<String, Arc<V>>,
+    relist: Option<HashMap<String, Arc<V>>>,
+    synced: bool,
+}
+
+fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
+    v.meta().resource_version.as_deref()?.parse().ok()
+}
+
+impl<V: kube::Resource> Store<V> {
+    pub fn new(key_of: fn(&V) -> Option<String>) -> Arc<Self> {
+        Arc::new(Store {
+            inner: RwLock::new(StoreInner {
+                map: HashMap::new(),
+                relist: None,
+                synced: false,
+            }),
+            key_of,
+        })
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, StoreInner<V>> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, StoreInner<V>> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Insert unless the stored object is newer (a write-through that the
+    /// watch has not caught up with yet).
+    fn insert(map: &mut HashMap<String, Arc<V>>, key: String, v: V) {
+        if let Some(old) = map.get(&key)
+            && let (Some(new_rv), Some(old_rv)) = (resource_version(&v), resource_version(&**old))
+            && new_rv < old_rv
+        {
+            return;
+        }
+        map.insert(key, Arc::new(v));
+    }
+
+    pub fn apply(&self, v: V) -> Option<String> {
+        let key = (self.key_of)(&v)?;
+        Self::insert(&mut self.write().map, key.clone(), v);
+        Some(key)
+    }
+
+    /// The agent itself wrote `v`: remember the API's answer.
+    pub fn write_through(&self, v: V) {
+        self.apply(v);
+    }
+
+    pub fn delete(&self, v: &V) -> Option<String> {
+        let key = (self.key_of)(v)?;
+        self.write().map.remove(&key);
+        Some(key)
+    }
+
+    pub fn list_started(&self) {
+        self.write().relist = Some(HashMap::new());
+    }
+
+    pub fn listed(&self, v: V) {
+        let Some(key) = (self.key_of)(&v) else { return };
+        if let Some(buf) = self.write().relist.as_mut() {
+            buf.insert(key, Arc::new(v));
+        }
+    }
+
+    /// The (re-)list is complete and replaces the store's content.
+    pub fn list_done(&self) {
+        let mut inner = self.write();
+        if let Some(listed) = inner.relist.take() {
+            inner.map = listed;
+        }
+        inner.synced = true;
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<V>> {
+        self.read().map.get(key).cloned()
+    }
+
+    /// Whether the first list has completed (before that, callers read
+    /// from the API instead).
+    pub fn synced(&self) -> bool {
+        self.read().synced
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +423,26 @@ mod tests {
         assert_eq!(c.forget_url("https://shard-1"), vec![key("b", "w")]);
         assert!(c.route("b").is_none());
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn store_relists_and_keeps_newer_written_through_objects() {
+        let s: Arc<Store<DynamicObject>> = Store::new(|o| o.metadata.name.clone());
+        s.apply(obj("a", "x", "1"));
+        assert!(!s.synced());
+        s.list_started();
+        s.listed(obj("a", "y", "3"));
+        s.list_done();
+        assert!(s.synced());
+        assert!(s.get("x").is_none(), "not in the re-list: gone");
+        s.write_through(obj("a", "y", "5"));
+        s.apply(obj("a", "y", "4"));
+        assert_eq!(
+            s.get("y").unwrap().metadata.resource_version.as_deref(),
+            Some("5")
+        );
+        s.delete(&obj("a", "y", "6"));
+        assert!(s.is_empty());
     }
 
     #[test]

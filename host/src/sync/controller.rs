@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
@@ -48,11 +49,54 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             let api: Api<DynamicObject> = Api::all_with(ctx.service.clone(), &ctx.local.ar);
             let cfg = watcher::Config::default()
                 .labels(&format!("{AGENT_NAME_LABEL}={}", ctx.agent_name));
+            let copies = &ctx.copies;
             watch_loop("service", api, cfg, queue, move |ev| match ev {
-                Change::Apply(o) | Change::Delete(o) | Change::Listed(o) => {
+                Change::ListStart => {
+                    copies.list_started();
+                    vec![]
+                }
+                Change::Listed(o) => {
+                    let key = local_key(&o);
+                    copies.listed(o);
+                    key.into_iter().collect()
+                }
+                Change::ListDone => {
+                    copies.list_done();
+                    vec![]
+                }
+                Change::Apply(o) => {
+                    let key = local_key(&o);
+                    copies.apply(o);
+                    key.into_iter().collect()
+                }
+                Change::Delete(o) => {
+                    copies.delete(&o);
                     local_key(&o).into_iter().collect()
                 }
-                _ => vec![],
+            })
+            .await;
+        }
+    };
+    // The state Secrets, so a reconcile of an object in sync reads nothing
+    // from the API.
+    let state_watch = {
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        async move {
+            let cfg = watcher::Config::default().labels(&format!("{OBJECT_STATE_LABEL}=true"));
+            let cache = ctx.state.cache();
+            watch_loop("state", ctx.state.api(), cfg, queue, move |ev| {
+                match ev {
+                    Change::ListStart => cache.list_started(),
+                    Change::Listed(s) => cache.listed(s),
+                    Change::ListDone => cache.list_done(),
+                    Change::Apply(s) => {
+                        cache.apply(s);
+                    }
+                    Change::Delete(s) => {
+                        cache.delete(&s);
+                    }
+                }
+                vec![]
             })
             .await;
         }
@@ -60,6 +104,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     let mut tasks = JoinSet::new();
     tasks.spawn(follow_shards(ctx.clone(), queue.clone()));
     tasks.spawn(local_watch);
+    tasks.spawn(state_watch);
     // Service-side related objects with `watch` enqueue their primary when
     // they change (kcp-side ones are watched per shard).
     for r in ctx
@@ -75,44 +120,121 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         ));
     }
     wait_for_initial_lists(&ctx).await;
-    for _ in 0..WORKERS {
-        let (ctx, queue) = (ctx.clone(), queue.clone());
-        tasks.spawn(async move {
-            while let Some(key) = queue.get().await {
-                let result = ctx.reconcile(&key).await;
-                ctx.record_result(&key, &result).await;
-                let counter = match &result {
-                    Ok(_) => &crate::serve::METRICS.reconciles_ok,
-                    Err(_) => &crate::serve::METRICS.reconciles_failed,
-                };
-                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                match result {
-                    Ok(Outcome::Done) => {
-                        queue.forget(&key);
-                        queue.add_after(key.clone(), RESYNC);
-                    }
-                    Ok(Outcome::Requeue(d)) => {
-                        queue.forget(&key);
-                        if d.is_zero() {
-                            queue.done(&key);
-                            queue.add(key);
-                            continue;
-                        }
-                        queue.add_after(key.clone(), d);
-                    }
-                    Err(e) => {
-                        warn!(%key, error = %e, "reconciling failed; will retry");
-                        queue.add_rate_limited(key.clone());
-                    }
-                }
-                queue.done(&key);
-            }
-        });
-    }
+    // Supervised workers: a worker that ends (it never should) is
+    // restarted and the failure logged.
+    tasks.spawn(supervise_workers(ctx.clone(), queue.clone()));
     cancel.cancelled().await;
     queue.shut_down();
     tasks.abort_all();
     info!(published_resource = %ctx.published_resource, "stopped sync controller");
+}
+
+/// What workers need of a sync context; a trait so the worker loop and its
+/// supervision can be tested without clusters.
+pub(super) trait Reconciler: Send + Sync + 'static {
+    fn name(&self) -> &str;
+    fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult>;
+    /// Report the outcome (conditions, Events, metrics of failures).
+    fn record<'a>(&'a self, key: &'a ObjectKey, result: &'a ReconcileResult) -> BoxFuture<'a, ()>;
+    fn failing(&self) -> usize;
+}
+
+type ReconcileResult = Result<Outcome, super::syncer::SyncError>;
+
+impl Reconciler for SyncContext {
+    fn name(&self) -> &str {
+        &self.published_resource
+    }
+    fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
+        Box::pin(SyncContext::reconcile(self, key))
+    }
+    fn record<'a>(&'a self, key: &'a ObjectKey, result: &'a ReconcileResult) -> BoxFuture<'a, ()> {
+        Box::pin(self.record_result(key, result))
+    }
+    fn failing(&self) -> usize {
+        self.failures.len()
+    }
+}
+
+async fn supervise_workers<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
+    let mut workers = JoinSet::new();
+    for _ in 0..WORKERS {
+        workers.spawn(worker(ctx.clone(), queue.clone()));
+    }
+    while let Some(ended) = workers.join_next().await {
+        if queue.is_shut_down() {
+            return;
+        }
+        match ended {
+            Err(e) if e.is_cancelled() => return,
+            Err(e) => {
+                error!(published_resource = %ctx.name(), error = %e, "a sync worker died; restarting it")
+            }
+            Ok(()) => {
+                warn!(published_resource = %ctx.name(), "a sync worker stopped; restarting it")
+            }
+        }
+        workers.spawn(worker(ctx.clone(), queue.clone()));
+    }
+}
+
+/// Take keys off the queue and reconcile them, until the queue shuts down.
+async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
+    use futures::FutureExt;
+    let metrics = &crate::metrics::METRICS;
+    let pr = ctx.name().to_string();
+    let pr = pr.as_str();
+    while let Some(key) = queue.get().await {
+        metrics.set_queue_depth(pr, queue.len());
+        let started = std::time::Instant::now();
+        // A panic in a reconcile is a bug; it fails this key (reported like
+        // any error) instead of taking the worker and the key down with it.
+        let result = match std::panic::AssertUnwindSafe(ctx.reconcile(&key))
+            .catch_unwind()
+            .await
+        {
+            Ok(r) => r,
+            Err(panic) => Err(super::syncer::SyncError::Panicked(panic_message(&panic))),
+        };
+        ctx.record(&key, &result).await;
+        let label = match &result {
+            Ok(Outcome::Done) => "success",
+            Ok(Outcome::Requeue(_)) => "requeue",
+            Err(_) => "error",
+        };
+        metrics.reconciled(pr, label, started.elapsed());
+        metrics.set_objects_failing(pr, ctx.failing());
+        match result {
+            Ok(Outcome::Done) => {
+                queue.forget(&key);
+                queue.add_after(key.clone(), RESYNC);
+            }
+            Ok(Outcome::Requeue(d)) => {
+                queue.forget(&key);
+                if d.is_zero() {
+                    queue.done(&key);
+                    queue.add(key);
+                    continue;
+                }
+                queue.add_after(key.clone(), d);
+            }
+            Err(e) => {
+                warn!(%key, error = %e, "reconciling failed; will retry");
+                queue.add_rate_limited(key.clone());
+            }
+        }
+        queue.done(&key);
+    }
+}
+
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
 }
 
 /// Wait (bounded) until every current shard has been listed once, so the
@@ -215,24 +337,25 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
 }
 
 /// A watch event, named for what it means to a cache.
-enum Change {
+pub(super) enum Change<K> {
     ListStart,
-    Listed(DynamicObject),
+    Listed(K),
     ListDone,
-    Apply(DynamicObject),
-    Delete(DynamicObject),
+    Apply(K),
+    Delete(K),
 }
 
 /// Watch `api` forever (the watcher re-lists on errors, with backoff) and
 /// enqueue the keys `on_change` returns.
-async fn watch_loop<F>(
+pub(super) async fn watch_loop<K, F>(
     side: &'static str,
-    api: Api<DynamicObject>,
+    api: Api<K>,
     cfg: watcher::Config,
     queue: Arc<WorkQueue<ObjectKey>>,
     mut on_change: F,
 ) where
-    F: FnMut(Change) -> Vec<ObjectKey>,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    F: FnMut(Change<K>) -> Vec<ObjectKey>,
 {
     let mut stream = watcher(api, cfg).boxed();
     let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
@@ -255,15 +378,29 @@ async fn watch_loop<F>(
             Ok(None) => return,
             Err(e) => {
                 let retry_in = backoff.next_delay();
-                warn!(side, error = %e, ?retry_in, "watch failed; retrying");
+                if is_forbidden(&e) {
+                    // Until the RBAC is fixed, readers fall back to the API.
+                    error!(side, error = %e, ?retry_in, "the agent may not list/watch these objects: grant list and watch as docs/rbac.md lists; reading them one by one meanwhile");
+                } else {
+                    warn!(side, error = %e, ?retry_in, "watch failed; retrying");
+                }
                 tokio::time::sleep(retry_in).await;
             }
         }
     }
 }
 
+fn is_forbidden(e: &watcher::Error) -> bool {
+    matches!(
+        e,
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+            if s.code == 403
+    )
+}
+
 /// Map a service-cluster copy back to the kcp object it came from.
-pub(super) fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
+pub fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
     let labels = obj.metadata.labels.as_ref()?;
     let ann = obj.metadata.annotations.as_ref()?;
     Some(ObjectKey {
@@ -271,4 +408,106 @@ pub(super) fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
         namespace: ann.get(REMOTE_NAMESPACE_ANNOTATION).cloned(),
         name: ann.get(REMOTE_NAME_ANNOTATION)?.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::sync::syncer::SyncError;
+
+    /// Panics on the first reconcile of `bad`, fails the second, then
+    /// succeeds; counts calls per key.
+    #[derive(Default)]
+    struct Flaky {
+        calls: Mutex<std::collections::HashMap<String, usize>>,
+        recorded_errors: AtomicUsize,
+    }
+
+    impl Reconciler for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
+            Box::pin(async move {
+                let n = {
+                    let mut c = self.calls.lock().unwrap();
+                    let n = c.entry(key.name.clone()).or_default();
+                    *n += 1;
+                    *n
+                };
+                if key.name == "bad" {
+                    match n {
+                        1 => panic!("mutation output was not an object"),
+                        2 => return Err(SyncError::NoShard("abc".into())),
+                        _ => {}
+                    }
+                }
+                Ok(Outcome::Done)
+            })
+        }
+        fn record<'a>(
+            &'a self,
+            _key: &'a ObjectKey,
+            result: &'a ReconcileResult,
+        ) -> BoxFuture<'a, ()> {
+            Box::pin(async move {
+                if result.is_err() {
+                    self.recorded_errors.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        }
+        fn failing(&self) -> usize {
+            0
+        }
+    }
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: "c".into(),
+            namespace: None,
+            name: name.into(),
+        }
+    }
+
+    /// A reconcile that panics neither kills the workers nor loses the key:
+    /// the panic is reported as an error and the key retried until it
+    /// succeeds, while other keys keep flowing.
+    #[tokio::test]
+    async fn a_panicking_reconcile_is_reported_and_retried() {
+        let queue: Arc<WorkQueue<ObjectKey>> =
+            WorkQueue::new(Duration::from_millis(1), Duration::from_millis(5));
+        let ctx = Arc::new(Flaky::default());
+        let supervisor = tokio::spawn(supervise_workers(ctx.clone(), queue.clone()));
+        queue.add(key("bad"));
+        for i in 0..20 {
+            queue.add(key(&format!("good-{i}")));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let done = {
+                let c = ctx.calls.lock().unwrap();
+                c.get("bad").copied().unwrap_or(0) >= 3
+                    && (0..20).all(|i| c.contains_key(&format!("good-{i}")))
+            };
+            if done {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "keys not all reconciled: {:?}",
+                ctx.calls.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(
+            ctx.recorded_errors.load(Ordering::SeqCst),
+            2,
+            "the panic and the error were both reported"
+        );
+        queue.shut_down();
+        supervisor.abort();
+    }
 }

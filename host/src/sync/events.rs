@@ -121,6 +121,14 @@ impl Failures {
         }
     }
 
+    pub fn len(&self) -> usize {
+        self.failing.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// `None` when nothing fails, else a message for the condition: how many
     /// objects fail and the first one's error.
     pub fn summary(&self) -> Option<String> {

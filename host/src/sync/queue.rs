@@ -167,6 +167,10 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
+    pub fn is_shut_down(&self) -> bool {
+        self.lock().shut_down
+    }
+
     pub fn shut_down(&self) {
         self.lock().shut_down = true;
         self.notify.notify_waiters();

@@ -4,6 +4,7 @@
 //! nothing.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -12,6 +13,7 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
 use super::ObjectKey;
+use super::cache::Store;
 use super::gojson;
 use super::labels::*;
 
@@ -21,13 +23,32 @@ use super::labels::*;
 #[derive(Clone)]
 pub struct StateStore {
     api: Api<Secret>,
+    /// The state Secrets by name, fed by the sync controller's watch; read
+    /// instead of the API once it has listed them.
+    cache: Arc<Store<Secret>>,
 }
 
 impl StateStore {
     pub fn new(client: Client, namespace: &str) -> Self {
         StateStore {
             api: Api::namespaced(client, namespace),
+            cache: Store::new(|s: &Secret| s.metadata.name.clone()),
         }
+    }
+
+    pub fn api(&self) -> Api<Secret> {
+        self.api.clone()
+    }
+
+    pub fn cache(&self) -> Arc<Store<Secret>> {
+        self.cache.clone()
+    }
+
+    async fn read(&self, name: &str) -> Result<Option<Secret>, kube::Error> {
+        if self.cache.synced() {
+            return Ok(self.cache.get(name).map(|s| Secret::clone(&s)));
+        }
+        self.api.get_opt(name).await
     }
 
     /// Secret name: `obj-state-<cluster>-<hash>`, where the hash is the
@@ -97,8 +118,7 @@ impl StateStore {
         entry: &ObjectKey,
     ) -> Result<Option<Value>, kube::Error> {
         let Some(secret) = self
-            .api
-            .get_opt(&Self::secret_name(key, api_version, kind))
+            .read(&Self::secret_name(key, api_version, kind))
             .await?
         else {
             return Ok(None);
@@ -135,7 +155,7 @@ impl StateStore {
         let data_key = Self::data_key(entry);
         let bytes = ByteString(Self::encode_state(state));
         let labels = Self::secret_labels(key);
-        match self.api.get_opt(&name).await? {
+        match self.read(&name).await? {
             Some(mut s) => {
                 let data = s.data.get_or_insert_with(BTreeMap::new);
                 if data.get(&data_key) == Some(&bytes)
@@ -147,7 +167,8 @@ impl StateStore {
                 data.insert(data_key, bytes);
                 // Upstream sets the whole label set on every write.
                 s.metadata.labels = Some(labels);
-                self.api.replace(&name, &PostParams::default(), &s).await?;
+                let written = self.api.replace(&name, &PostParams::default(), &s).await?;
+                self.cache.write_through(written);
             }
             None => {
                 let s = Secret {
@@ -159,7 +180,8 @@ impl StateStore {
                     data: Some(BTreeMap::from([(data_key, bytes)])),
                     ..Default::default()
                 };
-                self.api.create(&PostParams::default(), &s).await?;
+                let written = self.api.create(&PostParams::default(), &s).await?;
+                self.cache.write_through(written);
             }
         }
         Ok(())

@@ -94,6 +94,11 @@ pub struct SyncContext {
     /// Every kcp object of the resource, across all shards, and which
     /// shard's virtual workspace serves each workspace.
     pub cache: Arc<super::cache::KcpCache>,
+    /// The service-side copies made by this agent, by the kcp object they
+    /// belong to.
+    pub copies: Arc<super::cache::Store<DynamicObject>>,
+    /// Namespaces on the service cluster known to exist.
+    pub namespaces: std::sync::Mutex<std::collections::HashSet<String>>,
     pub service: Client,
     pub state: StateStore,
     pub namer: Arc<dyn Namer>,
@@ -157,6 +162,11 @@ pub enum SyncError {
          retrying until its shard's virtual workspace lists it"
     )]
     NoShard(String),
+    #[error(
+        "internal error (a bug, please report it): the reconcile panicked: {0}; \
+         the object is retried"
+    )]
+    Panicked(String),
     #[error(transparent)]
     Kcp(#[from] crate::kcp::KcpError),
     #[error("related resource {0}")]
@@ -311,6 +321,13 @@ impl SyncContext {
     /// Find the service-side copy by its identity labels (not by name, so a
     /// changed naming scheme still finds copies made under the old one).
     async fn find_local(&self, key: &ObjectKey) -> Result<Option<DynamicObject>, SyncError> {
+        if self.copies.synced()
+            && let Some(copy) = self.copies.get(&key.to_string())
+        {
+            return Ok(Some(DynamicObject::clone(&copy)));
+        }
+        // Not in the cache: a new object, or a copy without this agent's
+        // label (made by an earlier agent); ask the API.
         let selector = self
             .identity_labels(key)
             .iter()
@@ -707,10 +724,11 @@ impl SyncContext {
                 if p.as_object().is_some_and(|m| m.is_empty()) {
                     return Ok(None);
                 }
-                local_api
+                let patched = local_api
                     .patch(&local_name, &PatchParams::default(), &Patch::Merge(&p))
                     .await
                     .map_err(kerr("patching service copy of", key))?;
+                self.copies.write_through(patched);
                 info!(%key, local = %local_name, "synced spec change to the service cluster");
                 self.emit(
                     key,
@@ -723,7 +741,7 @@ impl SyncContext {
             None => {
                 // No usable state: take kcp's content wholesale, merge metadata.
                 let obj = merged_into_copy(key, local_json, &desired)?;
-                local_api
+                let updated = local_api
                     .replace(
                         &local_name,
                         &PostParams::default(),
@@ -731,6 +749,7 @@ impl SyncContext {
                     )
                     .await
                     .map_err(kerr("updating service copy of", key))?;
+                self.copies.write_through(updated);
                 info!(%key, local = %local_name, "updated service copy (no previous state)");
                 self.emit(
                     key,
@@ -773,7 +792,8 @@ impl SyncContext {
             SyncError::Mutation(format!("the copy is not a valid object: {e}"), key.clone())
         })?;
         match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => {
+            Ok(created) => {
+                self.copies.write_through(created);
                 info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster");
                 self.emit(
                     key,
@@ -806,12 +826,25 @@ impl SyncContext {
                     .annotations
                     .get_or_insert_with(Default::default)
                     .extend(annotations);
-                api.replace(&name, &PostParams::default(), &existing)
+                let adopted = api
+                    .replace(&name, &PostParams::default(), &existing)
                     .await
                     .map_err(kerr("adopting existing copy of", key))?;
+                self.copies.write_through(adopted);
                 info!(%key, local = %name, "adopted existing object on the service cluster");
             }
-            Err(e) => return Err(kerr("creating service copy of", key)(e)),
+            Err(e) => {
+                // The namespace may have been deleted since it was created.
+                if let (kube::Error::Api(s), Some(ns)) = (&e, &ns)
+                    && s.code == 404
+                {
+                    self.namespaces
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(ns);
+                }
+                return Err(kerr("creating service copy of", key)(e));
+            }
         }
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
@@ -823,9 +856,22 @@ impl SyncContext {
     }
 
     async fn ensure_namespace(&self, ns: &str) -> Result<(), SyncError> {
+        if self
+            .namespaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(ns)
+        {
+            return Ok(());
+        }
         crate::namespace::ensure(&self.service, ns)
             .await
-            .map_err(|e| kerr(e.action, ns)(e.source))
+            .map_err(|e| kerr(e.action, ns)(e.source))?;
+        self.namespaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ns.to_string());
+        Ok(())
     }
 
     /// Status up: replace the kcp object's status with the copy's.

@@ -1,0 +1,273 @@
+//! Prometheus metrics a provider can alert on: per PublishedResource
+//! (reconciles by result, reconcile latency, queue depth, objects failing)
+//! and per plugin (calls by result class, call latency), plus the compiled
+//! component cache. Served on `--metrics-address` by [`crate::serve`].
+
+use std::sync::LazyLock;
+use std::sync::atomic::AtomicI64;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use syncweave_runtime::{FailureKind, RuntimeStats};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    pub published_resource: String,
+    /// `success`, `requeue` or `error`.
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct InitLabels {
+    pub init_target: String,
+    /// `success`, `requeue` or `error`.
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PrLabels {
+    pub published_resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginCallLabels {
+    pub plugin: String,
+    /// `ok`, or the failure class (`timeout`, `memory limit`, `crash`,
+    /// `bad output`, `invalid input`, …).
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabels {
+    pub plugin: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLabels {
+    /// `compiled` (a miss), `disk` or `memory`.
+    pub source: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    /// Upstream's gauge, same name.
+    pub published_resources: Gauge<i64, AtomicI64>,
+    pub reconciles: Family<ReconcileLabels, Counter>,
+    pub init_reconciles: Family<InitLabels, Counter>,
+    pub reconcile_seconds: Family<PrLabels, Histogram>,
+    pub queue_depth: Family<PrLabels, Gauge<i64, AtomicI64>>,
+    pub objects_failing: Family<PrLabels, Gauge<i64, AtomicI64>>,
+    pub plugin_calls: Family<PluginCallLabels, Counter>,
+    pub plugin_call_seconds: Family<PluginLabels, Histogram>,
+    pub component_loads: Family<CacheLabels, Gauge<i64, AtomicI64>>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let mut registry = Registry::default();
+    let published_resources = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "sync_agent_published_resource",
+        "Number of PublishedResources handled by this agent",
+        published_resources.clone(),
+    );
+    let reconciles = Family::<ReconcileLabels, Counter>::default();
+    registry.register(
+        "syncweave_reconciles",
+        "Object reconciliations by PublishedResource and result",
+        reconciles.clone(),
+    );
+    let init_reconciles = Family::<InitLabels, Counter>::default();
+    registry.register(
+        "syncweave_init_reconciles",
+        "Workspace initializations by InitTarget and result",
+        init_reconciles.clone(),
+    );
+    let reconcile_seconds =
+        Family::<PrLabels, Histogram>::new_with_constructor(latency_histogram as fn() -> _);
+    registry.register(
+        "syncweave_reconcile_duration_seconds",
+        "Time to reconcile one object (sync down, status up, related objects)",
+        reconcile_seconds.clone(),
+    );
+    let queue_depth = Family::<PrLabels, Gauge<i64, AtomicI64>>::default();
+    registry.register(
+        "syncweave_queue_depth",
+        "Objects waiting to be reconciled, by PublishedResource",
+        queue_depth.clone(),
+    );
+    let objects_failing = Family::<PrLabels, Gauge<i64, AtomicI64>>::default();
+    registry.register(
+        "syncweave_objects_failing",
+        "Objects whose last reconcile failed, by PublishedResource",
+        objects_failing.clone(),
+    );
+    let plugin_calls = Family::<PluginCallLabels, Counter>::default();
+    registry.register(
+        "syncweave_plugin_calls",
+        "Wasm plugin calls by plugin and result (ok or the failure class)",
+        plugin_calls.clone(),
+    );
+    let plugin_call_seconds =
+        Family::<PluginLabels, Histogram>::new_with_constructor(latency_histogram as fn() -> _);
+    registry.register(
+        "syncweave_plugin_call_duration_seconds",
+        "Time one Wasm plugin call runs (instantiation included)",
+        plugin_call_seconds.clone(),
+    );
+    let component_loads = Family::<CacheLabels, Gauge<i64, AtomicI64>>::default();
+    registry.register(
+        "syncweave_component_loads",
+        "Plugin components loaded, by where the compiled code came from (compiled = cache miss)",
+        component_loads.clone(),
+    );
+    Metrics {
+        registry,
+        published_resources,
+        reconciles,
+        init_reconciles,
+        reconcile_seconds,
+        queue_depth,
+        objects_failing,
+        plugin_calls,
+        plugin_call_seconds,
+        component_loads,
+    }
+});
+
+impl Metrics {
+    pub fn reconciled(&self, pr: &str, result: &'static str, took: Duration) {
+        self.reconciles
+            .get_or_create(&ReconcileLabels {
+                published_resource: pr.to_string(),
+                result,
+            })
+            .inc();
+        self.reconcile_seconds
+            .get_or_create(&PrLabels {
+                published_resource: pr.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn init_reconciled(&self, target: &str, result: &'static str) {
+        self.init_reconciles
+            .get_or_create(&InitLabels {
+                init_target: target.to_string(),
+                result,
+            })
+            .inc();
+    }
+
+    pub fn set_queue_depth(&self, pr: &str, depth: usize) {
+        self.queue_depth
+            .get_or_create(&PrLabels {
+                published_resource: pr.to_string(),
+            })
+            .set(depth as i64);
+    }
+
+    pub fn set_objects_failing(&self, pr: &str, count: usize) {
+        self.objects_failing
+            .get_or_create(&PrLabels {
+                published_resource: pr.to_string(),
+            })
+            .set(count as i64);
+    }
+
+    /// One plugin call ended (the runtime's call observer).
+    pub fn plugin_call(&self, plugin: &str, took: Duration, failure: Option<FailureKind>) {
+        let result = failure.map_or_else(|| "ok".to_string(), |k| k.as_str().to_string());
+        self.plugin_calls
+            .get_or_create(&PluginCallLabels {
+                plugin: plugin.to_string(),
+                result,
+            })
+            .inc();
+        self.plugin_call_seconds
+            .get_or_create(&PluginLabels {
+                plugin: plugin.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with the component cache's counts read now.
+    pub fn render(&self, runtime: Option<RuntimeStats>) -> String {
+        if let Some(s) = runtime {
+            for (source, n) in [
+                ("compiled", s.compiled),
+                ("disk", s.disk_hits),
+                ("memory", s.memory_hits),
+            ] {
+                self.component_loads
+                    .get_or_create(&CacheLabels { source })
+                    .set(n as i64);
+            }
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+/// The runtime whose cache counts `/metrics` reports (set once at start-up).
+pub static RUNTIME_STATS: std::sync::OnceLock<Box<dyn Fn() -> RuntimeStats + Send + Sync>> =
+    std::sync::OnceLock::new();
+
+/// Report `runtime`'s plugin calls and component cache on `/metrics`.
+pub fn instrument(runtime: &syncweave_runtime::Runtime) {
+    runtime
+        .call_pool()
+        .observe(Box::new(|plugin, took, failure| {
+            METRICS.plugin_call(plugin, took, failure)
+        }));
+    let rt = runtime.clone();
+    let _ = RUNTIME_STATS.set(Box::new(move || rt.stats()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_has_per_resource_and_per_plugin_series() {
+        let m = &*METRICS;
+        m.reconciled("crontabs", "success", Duration::from_millis(3));
+        m.set_queue_depth("crontabs", 7);
+        m.plugin_call("naming", Duration::from_millis(1), None);
+        m.plugin_call(
+            "naming",
+            Duration::from_millis(1),
+            Some(FailureKind::Timeout),
+        );
+        let text = m.render(Some(RuntimeStats {
+            compiled: 1,
+            disk_hits: 2,
+            memory_hits: 3,
+            cache_rejected: 0,
+        }));
+        for want in [
+            r#"syncweave_reconciles_total{published_resource="crontabs",result="success"} 1"#,
+            r#"syncweave_queue_depth{published_resource="crontabs"} 7"#,
+            r#"syncweave_plugin_calls_total{plugin="naming",result="ok"} 1"#,
+            r#"syncweave_plugin_calls_total{plugin="naming",result="timeout"} 1"#,
+            r#"syncweave_plugin_call_duration_seconds_count{plugin="naming"} 2"#,
+            r#"syncweave_reconcile_duration_seconds_bucket{le="0.004",published_resource="crontabs"} 1"#,
+            r#"syncweave_component_loads{source="disk"} 2"#,
+            "sync_agent_published_resource ",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+}
