@@ -24,7 +24,6 @@ use super::registry::{ReadyPlugin, WasmPluginRegistry};
 use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY};
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
 use crate::sources::{FetchContext, PluginRef};
-use crate::sync::queue::WorkQueue;
 
 /// How often every WasmPlugin is checked again even without changes: file
 /// and ConfigMap sources can change under the same spec.
@@ -363,13 +362,35 @@ struct Ctl {
     checker: Checker,
     registry: WasmPluginRegistry,
     events: EventRecorder,
-    queue: Arc<WorkQueue<String>>,
-    /// (uid, generation) last checked per name: status-only updates (our
-    /// own writes) are not re-queued.
-    handled: Mutex<HashMap<String, (String, Option<i64>)>>,
+    resync: Duration,
+    /// Consecutive transient failures per name, for the retry backoff.
+    failures: Mutex<HashMap<String, u32>>,
 }
 
-/// [`run`] with explicit parts.
+/// Retrying a transient failure: 1 s, doubling, at most 5 min.
+fn retry_delay(failures: u32) -> Duration {
+    Duration::from_secs(1u64 << failures.min(9)).min(Duration::from_secs(300))
+}
+
+/// A transient failure (fetch, status write): retried with backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("WasmPlugin {0}: transient failure, retrying")]
+struct Transient(String);
+
+/// Trigger only on changes of spec (generation) or identity (uid): the
+/// controller's own status writes do not re-check a plugin.
+fn spec_version(wp: &WasmPlugin) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    wp.uid().hash(&mut h);
+    wp.metadata.generation.hash(&mut h);
+    Some(h.finish())
+}
+
+/// [`run`] with explicit parts. Built on kube-runtime's `Controller`: one
+/// scheduler with one pending request per WasmPlugin, reconciles only
+/// once the store has listed everything (so plugins present at start-up
+/// are checked at once), a resync per plugin, and backoff on failures.
 pub async fn run_with(
     service: Client,
     checker: Checker,
@@ -377,124 +398,107 @@ pub async fn run_with(
     cfg: ControllerConfig,
     cancel: CancellationToken,
 ) {
+    use kube::runtime::controller::{Action, Config as ControllerRuntimeConfig, Controller};
+    use kube::runtime::utils::PredicateConfig;
+
     let api: Api<WasmPlugin> = Api::all(service.clone());
     let (store, writer) = reflector::store();
     let ctl = Arc::new(Ctl {
         api: api.clone(),
-        store,
+        store: store.clone(),
         checker,
-        registry,
+        registry: registry.clone(),
         events: EventRecorder::new(service, cfg.instance.clone()),
-        queue: WorkQueue::new(Duration::from_secs(1), Duration::from_secs(300)),
-        handled: Mutex::default(),
+        resync: cfg.resync,
+        failures: Mutex::default(),
     });
     info!(workers = cfg.workers, resync = ?cfg.resync, "starting WasmPlugin controller");
 
-    let mut tasks = tokio::task::JoinSet::new();
-    {
-        let ctl = ctl.clone();
-        tasks.spawn(async move {
-            let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-                .default_backoff();
-            let mut stream = std::pin::pin!(stream);
-            let mut listing: Vec<String> = Vec::new();
-            while let Some(ev) = stream.next().await {
-                match ev {
-                    Ok(watcher::Event::Apply(wp) | watcher::Event::InitApply(wp)) => {
-                        listing.push(wp.name_any());
-                        ctl.enqueue_if_changed(&wp);
-                    }
-                    Ok(watcher::Event::Delete(wp)) => {
-                        let name = wp.name_any();
-                        debug!(wasmplugin = %name, "WasmPlugin deleted");
-                        ctl.registry.remove(&name);
-                        ctl.handled.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
-                        if let Some(uid) = wp.uid() {
-                            ctl.events.forget(&uid);
-                        }
-                    }
-                    Ok(watcher::Event::Init) => listing.clear(),
-                    Ok(watcher::Event::InitDone) => {
-                        // Objects deleted while the watch was down.
-                        let names = std::mem::take(&mut listing);
-                        ctl.registry.retain(|n| names.iter().any(|x| x == n));
-                        ctl.registry.mark_synced();
-                    }
-                    Err(e) => {
-                        let missing_crd = matches!(
-                            &e,
-                            watcher::Error::InitialListFailed(kube::Error::Api(s))
-                                | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                                if s.code == 404
-                        );
-                        if missing_crd {
-                            warn!(
-                                "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
-                                 apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
-                            );
-                        } else {
-                            warn!(error = %e, "WasmPlugin watch failed; retrying");
-                        }
-                    }
+    // Deletions and re-lists update the registry directly: the Controller
+    // only reconciles objects that exist.
+    let mut listing: Vec<String> = Vec::new();
+    let events_ctl = ctl.clone();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .inspect(move |ev| match ev {
+            Ok(watcher::Event::InitApply(wp)) => listing.push(wp.name_any()),
+            Ok(watcher::Event::Delete(wp)) => {
+                let name = wp.name_any();
+                debug!(wasmplugin = %name, "WasmPlugin deleted");
+                events_ctl.registry.remove(&name);
+                events_ctl
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&name);
+                if let Some(uid) = wp.uid() {
+                    events_ctl.events.forget(&uid);
                 }
             }
-        });
-    }
-    {
-        let ctl = ctl.clone();
-        let resync = cfg.resync;
-        tasks.spawn(async move {
-            loop {
-                tokio::time::sleep(resync).await;
-                for wp in ctl.store.state() {
-                    ctl.queue.add(wp.name_any());
-                }
+            Ok(watcher::Event::Init) => listing.clear(),
+            Ok(watcher::Event::InitDone) => {
+                // Objects deleted while the watch was down.
+                let names = std::mem::take(&mut listing);
+                events_ctl.registry.retain(|n| names.iter().any(|x| x == n));
+                events_ctl.registry.mark_synced();
             }
-        });
-    }
-    for _ in 0..cfg.workers.max(1) {
-        let ctl = ctl.clone();
-        tasks.spawn(async move {
-            // The reflector fills its store only once the initial list is
-            // complete, while the keys of that list are queued as they
-            // arrive: a worker reading the store before then would find
-            // nothing, drop the key, and leave plugins that existed at
-            // start-up unchecked until the next resync.
-            if ctl.store.wait_until_ready().await.is_err() {
-                return;
-            }
-            while let Some(name) = ctl.queue.get().await {
-                let transient = ctl.reconcile(&name).await;
-                if transient {
-                    ctl.queue.add_rate_limited(name.clone());
+            Ok(watcher::Event::Apply(_)) => {}
+            Err(e) => {
+                let missing_crd = matches!(
+                    e,
+                    watcher::Error::InitialListFailed(kube::Error::Api(s))
+                        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+                        if s.code == 404
+                );
+                if missing_crd {
+                    warn!(
+                        "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
+                         apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
+                    );
                 } else {
-                    ctl.queue.forget(&name);
+                    warn!(error = %e, "WasmPlugin watch failed; retrying");
                 }
-                ctl.queue.done(&name);
             }
-        });
-    }
-    cancel.cancelled().await;
-    ctl.queue.shut_down();
-    tasks.shutdown().await;
+        })
+        .applied_objects()
+        .predicate_filter(spec_version, PredicateConfig::default());
+
+    let concurrency = u16::try_from(cfg.workers.max(1)).unwrap_or(u16::MAX);
+    Controller::for_stream(stream, store)
+        .with_config(ControllerRuntimeConfig::default().concurrency(concurrency))
+        .graceful_shutdown_on(cancel.cancelled_owned())
+        .run(
+            |wp: Arc<WasmPlugin>, ctl: Arc<Ctl>| async move {
+                let name = wp.name_any();
+                if ctl.reconcile(&name).await {
+                    Err(Transient(name))
+                } else {
+                    ctl.failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&name);
+                    Ok(Action::requeue(ctl.resync))
+                }
+            },
+            |wp: Arc<WasmPlugin>, _err: &Transient, ctl: Arc<Ctl>| {
+                let mut f = ctl.failures.lock().unwrap_or_else(|e| e.into_inner());
+                let n = f.entry(wp.name_any()).or_default();
+                let delay = retry_delay(*n);
+                *n = n.saturating_add(1);
+                Action::requeue(delay)
+            },
+            ctl,
+        )
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                debug!(error = %e, "WasmPlugin reconcile");
+            }
+        })
+        .await;
     info!("WasmPlugin controller stopped");
 }
 
 impl Ctl {
-    fn enqueue_if_changed(&self, wp: &WasmPlugin) {
-        let name = wp.name_any();
-        let key = (wp.uid().unwrap_or_default(), wp.metadata.generation);
-        let seen = self
-            .handled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&name)
-            == Some(&key);
-        if !seen {
-            self.queue.add(name);
-        }
-    }
-
     /// Check one WasmPlugin; returns whether to retry with backoff.
     async fn reconcile(&self, name: &str) -> bool {
         let Some(wp) = self.store.get(&ObjectRef::new(name)) else {
@@ -574,15 +578,6 @@ impl Ctl {
                         .await;
                 }
             }
-        }
-        if !retry {
-            self.handled
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(
-                    name.to_string(),
-                    (wp.uid().unwrap_or_default(), wp.metadata.generation),
-                );
         }
         retry
     }
