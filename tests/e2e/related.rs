@@ -510,3 +510,901 @@ spec:
     )
     .await;
 }
+
+/// A namespaced CRD `<plural>.<group>` (`v1`) with free-form spec and
+/// status, and the status subresource when `status_subresource`.
+fn free_form_crd(group: &str, kind: &str, plural: &str, status_subresource: bool) -> String {
+    let singular = kind.to_lowercase();
+    let subresources = if status_subresource {
+        "\n    subresources: {status: {}}"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.{group}}}
+spec:
+  group: {group}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true{subresources}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    )
+}
+
+/// Give the agent's ServiceAccount on the service cluster access to
+/// `group`/`resources`, as a provider does for related types the chart's
+/// `rbac.publishedResources` does not list.
+async fn grant_agent_access(env: &Env, group: &str, resources: &[&str]) {
+    let name = format!("e2e-related-{}", group.replace('.', "-"));
+    apply_yaml(
+        &env.service_client,
+        &format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules:
+  - apiGroups: ["{group}"]
+    resources: {resources:?}
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects:
+  - {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
+"#
+        ),
+    )
+    .await
+    .expect("RBAC for the related type");
+}
+
+/// A string at a JSON pointer, or "" (for assertions on optional fields).
+fn at<'a>(v: &'a DynamicObject, pointer: &str) -> &'a str {
+    str_at(v, pointer).unwrap_or_default()
+}
+
+/// `syncStatus` (upstream's TestSyncRelatedObjectStatusFromService,
+/// …FromKcp and …NotSyncedByDefault, plus the missing-subresource case):
+/// the status of a related original is forwarded to its copy through
+/// `/status`, in the direction of the copy and never back; without
+/// `syncStatus` the copy gets no status; and a copy type without a status
+/// subresource gets a Warning Event `StatusSubresourceMissing` on the kcp
+/// side instead of its status.
+#[tokio::test(flavor = "multi_thread")]
+async fn related_status_is_forwarded_one_way() {
+    let env = Env::start("related-status", crate::binary()).await;
+    // Subnets have a status subresource, Notes do not. Both are published
+    // without sync, so that their schemas are in the export (upstream's
+    // recipe for types used only as related resources).
+    apply_crds(
+        &env.service_client,
+        &free_form_crd("aws.example.com", "Subnet", "subnets", true),
+    )
+    .await
+    .expect("Subnet CRD");
+    apply_crds(
+        &env.service_client,
+        &free_form_crd("example.com", "Note", "notes", false),
+    )
+    .await
+    .expect("Note CRD");
+    grant_agent_access(&env, "aws.example.com", &["subnets", "subnets/status"]).await;
+    env.publish_yaml(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-subnets}
+spec:
+  resource: {apiGroup: aws.example.com, kind: Subnet, versions: [v1]}
+  synchronization: {enabled: false}
+---
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-notes}
+spec:
+  resource: {apiGroup: example.com, kind: Note, versions: [v1]}
+  synchronization: {enabled: false}
+---
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-crontabs}
+spec:
+  resource: {kind: CronTab, apiGroup: example.com, versions: [v1]}
+  related:
+    # The provider's operator reports on the subnet it made for the CronTab.
+    - identifier: subnet-up
+      origin: service
+      group: aws.example.com
+      version: v1
+      resource: subnets
+      syncStatus: true
+      watch: {bySelector: {}}
+      object:
+        template: {template: "{{ .Object.metadata.name }}-net"}
+    # The consumer brings a subnet, and a controller in kcp reports on it.
+    - identifier: subnet-down
+      origin: kcp
+      group: aws.example.com
+      version: v1
+      resource: subnets
+      syncStatus: true
+      object:
+        template: {template: "{{ .Object.metadata.name }}-uplink"}
+    # The same without syncStatus: the copy gets no status.
+    - identifier: subnet-plain
+      origin: kcp
+      group: aws.example.com
+      version: v1
+      resource: subnets
+      object:
+        template: {template: "{{ .Object.metadata.name }}-plain"}
+    # Notes have no status subresource anywhere.
+    - identifier: note-up
+      origin: service
+      group: example.com
+      version: v1
+      resource: notes
+      syncStatus: true
+      watch: {bySelector: {}}
+      object:
+        template: {template: "{{ .Object.metadata.name }}-note"}
+"#,
+    )
+    .await;
+    for pr in ["publish-subnets", "publish-notes", "publish-crontabs"] {
+        env.wait_for_schema(pr).await;
+    }
+    // Types the export owns need no claims of their own.
+    wait_export_claims_for(&env, &["namespaces", "events"]).await;
+    let (consumer, client) = env
+        .consumer_accepting("consumer", &[("", "events"), ("", "namespaces")])
+        .await;
+    let kcp_subnets = dynamic_api(
+        &client,
+        &gvk("aws.example.com", "v1", "Subnet"),
+        "subnets",
+        Some("default"),
+    );
+    let kcp_notes = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some("default"),
+    );
+    eventually("Subnets served in the consumer workspace", WAIT, || async {
+        kcp_subnets
+            .list(&Default::default())
+            .await
+            .map(|_| Some(()))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+
+    // The consumer's subnets, with status set by a controller in kcp.
+    let subnet = |name: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "aws.example.com/v1", "kind": "Subnet",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"cidr": "10.0.0.0/24"},
+        }))
+        .unwrap()
+    };
+    for (name, id) in [("db-uplink", "subnet-kcp-1"), ("db-plain", "subnet-kcp-2")] {
+        kcp_subnets
+            .create(&PostParams::default(), &subnet(name))
+            .await
+            .unwrap();
+        kcp_subnets
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"status": {"id": id}})),
+            )
+            .await
+            .unwrap();
+    }
+    kcp_crontabs_create(&client, "db").await;
+    let local_ns = consumer.cluster.clone();
+    let local_name = default_copy_name("default", "db");
+    let local_crontabs = crontabs(&env.service_client, &local_ns);
+    eventually("the copy on the service cluster", WAIT, || async {
+        get_opt(&local_crontabs, &local_name).await
+    })
+    .await;
+    let svc_subnets = dynamic_api(
+        &env.service_client,
+        &gvk("aws.example.com", "v1", "Subnet"),
+        "subnets",
+        Some(&local_ns),
+    );
+    let svc_notes = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some(&local_ns),
+    );
+
+    // origin kcp + syncStatus: spec and status go down.
+    let uplink = format!("{local_name}-uplink");
+    let down = eventually("the kcp subnet's status on its copy", WAIT, || async {
+        let s = get_opt(&svc_subnets, &uplink).await?;
+        Ok(s.filter(|s| at(s, "/status/id") == "subnet-kcp-1"))
+    })
+    .await;
+    assert_eq!(at(&down, "/spec/cidr"), "10.0.0.0/24");
+    // Never back up: a status written on the service copy stays there.
+    svc_subnets
+        .patch_status(
+            &uplink,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"id": "local-override"}})),
+        )
+        .await
+        .unwrap();
+
+    // origin service + syncStatus: the operator's subnet and its status go
+    // up, and status changes follow through the watch.
+    svc_subnets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "aws.example.com/v1", "kind": "Subnet",
+                "metadata": {"name": format!("{local_name}-net")},
+                "spec": {"cidr": "10.1.0.0/24"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    svc_subnets
+        .patch_status(
+            &format!("{local_name}-net"),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"id": "subnet-svc-1", "state": "pending"}})),
+        )
+        .await
+        .unwrap();
+    let up = eventually("the service subnet's status in kcp", WAIT, || async {
+        let s = get_opt(&kcp_subnets, "db-net").await?;
+        Ok(s.filter(|s| at(s, "/status/id") == "subnet-svc-1"))
+    })
+    .await;
+    assert_eq!(at(&up, "/spec/cidr"), "10.1.0.0/24");
+    svc_subnets
+        .patch_status(
+            &format!("{local_name}-net"),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"status": {"state": "available"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the status update in kcp", WAIT, || async {
+        let s = get_opt(&kcp_subnets, "db-net").await?;
+        Ok(s.filter(|s| at(s, "/status/state") == "available"))
+    })
+    .await;
+
+    // A Note carries status as ordinary content (no subresource); the copy
+    // leaves it out, and the consumer is told why.
+    svc_notes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "example.com/v1", "kind": "Note",
+                "metadata": {"name": format!("{local_name}-note")},
+                "spec": {"text": "hello"},
+                "status": {"read": true},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    let warning = eventually(
+        "a StatusSubresourceMissing Event on the kcp Note",
+        WAIT,
+        || async {
+            let list = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(list.items.into_iter().find(|e| {
+                e.reason.as_deref() == Some("StatusSubresourceMissing")
+                    && e.involved_object.name.as_deref() == Some("db-note")
+            }))
+        },
+    )
+    .await;
+    assert_eq!(warning.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        warning.involved_object.kind.as_deref(),
+        Some("Note"),
+        "{warning:?}"
+    );
+    let note = get_opt(&kcp_notes, "db-note").await.unwrap().unwrap();
+    assert_eq!(at(&note, "/spec/text"), "hello");
+    assert!(
+        note.data.get("status").is_none(),
+        "no status without a subresource: {:?}",
+        note.data
+    );
+
+    // Without syncStatus the copy has no status.
+    let plain = eventually("the plain subnet's copy", WAIT, || async {
+        get_opt(&svc_subnets, &format!("{local_name}-plain")).await
+    })
+    .await;
+    assert!(
+        plain.data.get("status").is_none(),
+        "status is not synced by default: {:?}",
+        plain.data
+    );
+    // …and the kcp original kept its own status throughout.
+    let original = get_opt(&kcp_subnets, "db-uplink").await.unwrap().unwrap();
+    assert_eq!(at(&original, "/status/id"), "subnet-kcp-1");
+    // `synchronization.enabled: false`: the consumer's Subnets are served,
+    // but not synced as objects of their own (no copy carries sync labels).
+    let synced: Vec<String> = dynamic_api(
+        &env.service_client,
+        &gvk("aws.example.com", "v1", "Subnet"),
+        "subnets",
+        None,
+    )
+    .list(&Default::default())
+    .await
+    .unwrap()
+    .items
+    .into_iter()
+    .filter(|s| {
+        s.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("syncagent.kcp.io/agent-name"))
+    })
+    .filter_map(|s| s.metadata.name)
+    .collect();
+    assert!(synced.is_empty(), "Subnets are not synced: {synced:?}");
+}
+
+/// Create CronTab `name` in namespace `default` of a consumer workspace.
+async fn kcp_crontabs_create(client: &kube::Client, name: &str) -> DynamicObject {
+    crontabs(client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab(name, "img")).unwrap(),
+        )
+        .await
+        .unwrap()
+}
+
+/// `object.namespace` (upstream's "up from a foreign namespace" and "into
+/// a new namespace" cases, and the reference and selector forms): related
+/// objects come from, and go to, namespaces other than the primary's, and
+/// the agent creates missing destination namespaces. Copies of kcp
+/// originals in other namespaces are deleted with the primary.
+#[tokio::test(flavor = "multi_thread")]
+async fn related_objects_in_other_namespaces() {
+    let env = Env::start("related-namespaces", crate::binary()).await;
+    env.publish_yaml(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-crontabs
+spec:
+  resource: {kind: CronTab, apiGroup: example.com, versions: [v1]}
+  related:
+    # From a fixed namespace of the provider into the primary's namespace.
+    - identifier: shared
+      origin: service
+      kind: Secret
+      object:
+        template: {template: shared-creds}
+        namespace:
+          template:
+            template: '{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}provider-shared{{ end }}'
+    # From the primary's namespace into a new namespace in kcp.
+    - identifier: info
+      origin: service
+      kind: ConfigMap
+      object:
+        template: {template: "{{ .Object.metadata.name }}-info"}
+        namespace:
+          template:
+            template: '{{ if eq .Side "kcp" }}{{ .Object.metadata.name }}-extras{{ else }}{{ .Object.metadata.namespace }}{{ end }}'
+    # Namespaces named after each primary (reference), down.
+    - identifier: token
+      origin: kcp
+      kind: Secret
+      object:
+        template: {template: token}
+        namespace:
+          reference:
+            path: metadata.name
+            regex: {pattern: "^(.*)$", replacement: "$1-secrets"}
+    # Namespaces found by label (selector), down, renamed by a rewrite.
+    - identifier: settings
+      origin: kcp
+      kind: ConfigMap
+      object:
+        selector:
+          matchLabels: {ship: "yes"}
+          rewrite: {template: {template: "{{ .Value }}"}}
+        namespace:
+          selector:
+            matchLabels: {settings-for: "{{ .RemoteObject.metadata.name }}"}
+            rewrite: {template: {template: "{{ .ClusterName }}-{{ .Value }}"}}
+"#,
+    )
+    .await;
+    wait_export_claims(&env).await;
+    let (consumer, client) = env
+        .consumer_accepting(
+            "consumer",
+            &[
+                ("", "events"),
+                ("", "secrets"),
+                ("", "configmaps"),
+                ("", "namespaces"),
+            ],
+        )
+        .await;
+    let local_name = default_copy_name("default", "db");
+    let cluster = consumer.cluster.clone();
+
+    // The provider's shared Secret lives outside the copy's namespace.
+    apply_yaml(
+        &env.service_client,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: provider-shared}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: shared-creds, namespace: provider-shared}\n\
+         stringData: {password: hunter2}\n",
+    )
+    .await
+    .unwrap();
+    // The consumer's namespaces and objects in kcp.
+    apply_yaml(
+        &client,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: db-secrets}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: db-secrets}\n\
+         stringData: {token: t0k3n}\n---\n\
+         apiVersion: v1\nkind: Namespace\nmetadata: {name: team-settings, labels: {settings-for: db}}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tuning, namespace: team-settings, labels: {ship: 'yes'}}\n\
+         data: {mode: fast}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray, namespace: default, labels: {ship: 'yes'}}\n\
+         data: {mode: slow}\n",
+    )
+    .await
+    .unwrap();
+    kcp_crontabs_create(&client, "db").await;
+    let local_crontabs = crontabs(&env.service_client, &cluster);
+    eventually("the copy on the service cluster", WAIT, || async {
+        get_opt(&local_crontabs, &local_name).await
+    })
+    .await;
+    // The operator's ConfigMap next to the copy.
+    let svc_cms: Api<ConfigMap> = Api::namespaced(env.service_client.clone(), &cluster);
+    svc_cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": format!("{local_name}-info")},
+                "data": {"endpoint": "db.example.com"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    // Up, from the foreign namespace into the primary's.
+    let kcp_secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let shared = eventually("the shared Secret in kcp", WAIT, || async {
+        kcp_secrets
+            .get_opt("shared-creds")
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    assert_eq!(
+        secret_value(&shared, "password").as_deref(),
+        Some("hunter2")
+    );
+
+    // Up, into a namespace the agent creates in kcp.
+    let kcp_info: Api<ConfigMap> = Api::namespaced(client.clone(), "db-extras");
+    let info = eventually(
+        "the info ConfigMap in the new kcp namespace",
+        WAIT,
+        || async { kcp_info.get_opt("db-info").await.map_err(|e| e.to_string()) },
+    )
+    .await;
+    assert_eq!(
+        info.data
+            .unwrap_or_default()
+            .get("endpoint")
+            .map(String::as_str),
+        Some("db.example.com")
+    );
+    let primary = get_opt(&crontabs(&client, "default"), "db")
+        .await
+        .unwrap()
+        .unwrap();
+    let annotations = primary.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations
+            .get("related-resources.syncagent.kcp.io/info.0")
+            .map(String::as_str),
+        Some(r#"{"namespace":"db-extras","name":"db-info","apiVersion":"v1","kind":"ConfigMap"}"#),
+        "the annotation names the copy's namespace in kcp: {annotations:?}"
+    );
+
+    // Down, into namespaces named by reference on each side.
+    let svc_token: Api<Secret> =
+        Api::namespaced(env.service_client.clone(), &format!("{local_name}-secrets"));
+    let token = eventually("the token in the referenced namespace", WAIT, || async {
+        svc_token.get_opt("token").await.map_err(|e| e.to_string())
+    })
+    .await;
+    assert_eq!(secret_value(&token, "token").as_deref(), Some("t0k3n"));
+
+    // Down, from the selected namespace only.
+    let settings_ns = format!("{cluster}-team-settings");
+    let svc_settings: Api<ConfigMap> = Api::namespaced(env.service_client.clone(), &settings_ns);
+    let tuning = eventually(
+        "the selected ConfigMap on the service cluster",
+        WAIT,
+        || async {
+            svc_settings
+                .get_opt("tuning")
+                .await
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await;
+    assert_eq!(
+        tuning
+            .data
+            .unwrap_or_default()
+            .get("mode")
+            .map(String::as_str),
+        Some("fast")
+    );
+    let all_cms: Api<ConfigMap> = Api::all(env.service_client.clone());
+    let strays: Vec<String> = all_cms
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| c.metadata.name.as_deref() == Some("stray"))
+        .map(|c| c.metadata.namespace.unwrap_or_default())
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "a ConfigMap outside the selected namespaces is not copied: {strays:?}"
+    );
+
+    // Deleting the primary deletes the copies of kcp originals, wherever
+    // they are, and releases the originals.
+    crontabs(&client, "default")
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the primary is gone from kcp", WAIT, || async {
+        let p = get_opt(&crontabs(&client, "default"), "db").await?;
+        Ok(p.is_none().then_some(()))
+    })
+    .await;
+    assert!(svc_token.get_opt("token").await.unwrap().is_none());
+    assert!(svc_settings.get_opt("tuning").await.unwrap().is_none());
+    let kcp_tuning: Api<ConfigMap> = Api::namespaced(client.clone(), "team-settings");
+    let original = kcp_tuning.get_opt("tuning").await.unwrap().unwrap();
+    assert!(
+        !original
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == "syncagent.kcp.io/cleanup"),
+        "the kcp original's finalizer is released"
+    );
+}
+
+/// A consumer workspace bound to `binding` (export `export_path`/`export`,
+/// accepting `claims` as (group, resource, identityHash)), once
+/// `group/v1 plural` is served there.
+async fn bind(
+    client: &kube::Client,
+    export_path: &str,
+    export: &str,
+    claims: &[(&str, &str, &str)],
+    (group, kind, plural): (&str, &str, &str),
+) {
+    apply(
+        client,
+        &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIBinding",
+            "metadata": {"name": export},
+            "spec": {
+                "reference": {"export": {"path": export_path, "name": export}},
+                "permissionClaims": claims.iter().map(|(g, r, h)| {
+                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
+                    if !h.is_empty() {
+                        c["identityHash"] = json!(h);
+                    }
+                    c
+                }).collect::<Vec<_>>(),
+            },
+        }),
+    )
+    .await
+    .expect("APIBinding");
+    let objects = dynamic_api(client, &gvk(group, "v1", kind), plural, Some("default"));
+    eventually(&format!("{plural}.{group} served"), WAIT, || async {
+        objects
+            .list(&Default::default())
+            .await
+            .map(|_| Some(()))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+/// `identityHash` (upstream's TestSyncNonStandardRelatedResourcesMultipleAPIExports):
+/// a related type that another provider's APIExport serves. The agent
+/// claims it with that export's identity hash, and copies objects both
+/// ways through the virtual workspace (which serves the claimed type under
+/// its plain resource name), watching the kcp originals there too.
+#[tokio::test(flavor = "multi_thread")]
+async fn related_type_of_a_foreign_export_is_claimed_by_identity() {
+    let env = Env::start("related-identity", crate::binary()).await;
+    // Another provider exports Widgets.
+    let foreign = env
+        .kcp
+        .create_workspace_in(&env.org.path, "foreign", None)
+        .await
+        .expect("the foreign provider's workspace");
+    let foreign_client = env.kcp.client(&foreign.path).await.unwrap();
+    apply_yaml(
+        &foreign_client,
+        r#"
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {name: v1.widgets.foreign.example.com}
+spec:
+  group: foreign.example.com
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      type: object
+      properties:
+        spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata: {name: foreign.example.com}
+spec:
+  latestResourceSchemas: [v1.widgets.foreign.example.com]
+"#,
+    )
+    .await
+    .expect("the foreign APIExport");
+    let foreign_exports = dynamic_api(
+        &foreign_client,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    let identity = eventually("the foreign export's identity hash", WAIT, || async {
+        let e = get_opt(&foreign_exports, "foreign.example.com").await?;
+        Ok(e.and_then(|e| {
+            str_at(&e, "/status/identityHash")
+                .filter(|h| !h.is_empty())
+                .map(str::to_string)
+        }))
+    })
+    .await;
+
+    // On the service cluster, the provider's own Notes stand for Widgets.
+    apply_crds(
+        &env.service_client,
+        &free_form_crd("example.com", "Note", "notes", false),
+    )
+    .await
+    .expect("Note CRD");
+    env.publish_yaml(&format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {{name: publish-crontabs}}
+spec:
+  resource: {{kind: CronTab, apiGroup: example.com, versions: [v1]}}
+  related:
+    - identifier: widget-up
+      origin: service
+      group: example.com
+      version: v1
+      resource: notes
+      identityHash: {identity}
+      projection: {{group: foreign.example.com, resource: widgets}}
+      object:
+        template: {{template: "{{{{ .Object.metadata.name }}}}-widget"}}
+    - identifier: widget-down
+      origin: kcp
+      group: foreign.example.com
+      version: v1
+      resource: widgets
+      identityHash: {identity}
+      projection: {{group: example.com, resource: notes}}
+      watch: {{bySelector: {{}}}}
+      object:
+        template: {{template: "{{{{ .Object.metadata.name }}}}-settings"}}
+"#
+    ))
+    .await;
+
+    // The agent claims Widgets, with the foreign identity.
+    let provider = env.kcp.client(&env.provider.path).await.unwrap();
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    let claim = eventually("the Widget claim on the agent's export", WAIT, || async {
+        let e = get_opt(&exports, EXPORT).await?;
+        Ok(e.and_then(|e| {
+            e.data["spec"]["permissionClaims"]
+                .as_array()?
+                .iter()
+                .find(|c| c["resource"] == "widgets")
+                .cloned()
+        }))
+    })
+    .await;
+    assert_eq!(
+        claim,
+        json!({"group": "foreign.example.com", "resource": "widgets", "identityHash": identity, "all": true}),
+    );
+    wait_export_claims_for(&env, &["namespaces", "events"]).await;
+
+    // The consumer binds the foreign export, then the agent's, accepting
+    // the Widget claim by identity.
+    let ws = env
+        .kcp
+        .create_workspace_in(&env.org.path, "consumer", None)
+        .await
+        .expect("consumer workspace");
+    let client = env.kcp.client(&ws.path).await.unwrap();
+    bind(
+        &client,
+        &foreign.path,
+        "foreign.example.com",
+        &[],
+        ("foreign.example.com", "Widget", "widgets"),
+    )
+    .await;
+    bind(
+        &client,
+        &env.provider.path,
+        EXPORT,
+        &[
+            ("", "events", ""),
+            ("", "namespaces", ""),
+            ("foreign.example.com", "widgets", &identity),
+        ],
+        ("example.com", "CronTab", "crontabs"),
+    )
+    .await;
+    let kcp_widgets = dynamic_api(
+        &client,
+        &gvk("foreign.example.com", "v1", "Widget"),
+        "widgets",
+        Some("default"),
+    );
+    kcp_widgets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "foreign.example.com/v1", "kind": "Widget",
+                "metadata": {"name": "db-settings", "namespace": "default"},
+                "spec": {"size": "large"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    kcp_crontabs_create(&client, "db").await;
+    let local_name = default_copy_name("default", "db");
+    let local_crontabs = crontabs(&env.service_client, &ws.cluster);
+    eventually("the copy on the service cluster", WAIT, || async {
+        get_opt(&local_crontabs, &local_name).await
+    })
+    .await;
+    let svc_notes = dynamic_api(
+        &env.service_client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some(&ws.cluster),
+    );
+
+    // Down: the consumer's Widget becomes a Note.
+    let down = eventually(
+        "the kcp Widget as a Note on the service cluster",
+        WAIT,
+        || async { get_opt(&svc_notes, &format!("{local_name}-settings")).await },
+    )
+    .await;
+    assert_eq!(at(&down, "/spec/size"), "large");
+    // The watch on Widgets (through the virtual workspace) picks up a
+    // change well before the periodic resync (30 s).
+    kcp_widgets
+        .patch(
+            "db-settings",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"size": "small"}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        "the Widget change, through the watch",
+        Duration::from_secs(20),
+        || async {
+            let n = get_opt(&svc_notes, &format!("{local_name}-settings")).await?;
+            Ok(n.filter(|n| at(n, "/spec/size") == "small"))
+        },
+    )
+    .await;
+
+    // Up: the operator's Note becomes a Widget in the consumer workspace.
+    svc_notes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "example.com/v1", "kind": "Note",
+                "metadata": {"name": format!("{local_name}-widget")},
+                "spec": {"color": "blue"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let up = eventually("the service Note as a Widget in kcp", WAIT, || async {
+        get_opt(&kcp_widgets, "db-widget").await
+    })
+    .await;
+    assert_eq!(at(&up, "/spec/color"), "blue");
+    let primary = eventually("the related-resources annotation", WAIT, || async {
+        let p = get_opt(&crontabs(&client, "default"), "db").await?;
+        Ok(p.and_then(|p| {
+            p.metadata
+                .annotations?
+                .get("related-resources.syncagent.kcp.io/widget-up.0")
+                .cloned()
+        }))
+    })
+    .await;
+    assert_eq!(
+        primary,
+        r#"{"namespace":"default","name":"db-widget","apiVersion":"example.com/v1","kind":"Note"}"#
+    );
+}

@@ -476,7 +476,7 @@ struct Resolved {
 }
 
 /// Look up the kind of `group/version/resource` through discovery
-/// (`plural` is the URL segment, which carries `:identityHash` for kcp).
+/// (`plural` is the URL segment).
 async fn api_resource(
     client: &Client,
     field: &str,
@@ -566,10 +566,10 @@ impl SyncContext {
             self.kcp_client(&key.cluster)
                 .map_err(|e| config_err(&field, e.to_string()))?
         };
-        let plural = match (&r.spec.identity_hash, service_side) {
-            (Some(h), false) if !h.is_empty() => format!("{}:{h}", gvr.2),
-            _ => gvr.2.clone(),
-        };
+        // As upstream, the identity hash only goes into the APIExport's
+        // permission claim: the virtual workspace serves the claimed type
+        // under its plain resource name (and refuses `<resource>:<hash>`).
+        let plural = gvr.2.clone();
         let cache_key = format!(
             "{}/{}/{}/{plural}",
             if service_side { "service" } else { "kcp" },
@@ -1221,10 +1221,8 @@ pub async fn watch(
     };
     let service = r.is_service();
     let (group, version, resource) = origin_gvr(&r.spec);
-    let plural = match (&r.spec.identity_hash, service) {
-        (Some(h), false) if !h.is_empty() => format!("{resource}:{h}"),
-        _ => resource.clone(),
-    };
+    // Plain resource names in the virtual workspace, as in `side_api`.
+    let plural = resource.clone();
     let client = match (service, &kcp_url) {
         (true, _) => ctx.service.clone(),
         (false, None) => return,
