@@ -35,7 +35,7 @@ use crate::plugins::PluginHost;
 use crate::selector::Selector;
 use crate::sync::events::Failures;
 use crate::sync::state::StateStore;
-use crate::sync::syncer::SyncContext;
+use crate::sync::syncer::{PluginSet, SyncContext};
 
 pub struct PublishConfig {
     pub agent_name: String,
@@ -45,9 +45,12 @@ pub struct PublishConfig {
 }
 
 struct Running {
+    /// What the running sync was built from (PR, generation, schema).
     fingerprint: String,
+    /// The WasmPlugin digests its plugin set was built from.
+    plugin_versions: String,
     cancel: CancellationToken,
-    failures: Arc<Failures>,
+    ctx: Arc<SyncContext>,
 }
 
 pub struct Publisher {
@@ -280,12 +283,12 @@ impl Publisher {
             if !pr.spec.sync_enabled() {
                 continue;
             }
-            // The digests of the WasmPlugins it uses are part of it: a plugin
-            // moved to new code restarts the sync, so every object runs the
-            // new digest from then on, without an agent restart.
+            // A WasmPlugin moved to new code is swapped into the running
+            // sync (see below), so every object runs the new digest from
+            // then on, with no restart of the sync or the agent.
             let (plugins_in_use, plugin_versions) = self.wasm_plugins_in_use(pr);
             let fingerprint = format!(
-                "{}/{}/{}/{plugin_versions}",
+                "{}/{}/{}",
                 pr.metadata.uid.as_deref().unwrap_or(""),
                 pr.metadata.generation.unwrap_or(0),
                 resolved.schema_name
@@ -298,9 +301,31 @@ impl Publisher {
             wanted.insert(name.clone(), fingerprint.clone());
             if let Some(r) = self.running.get(&name)
                 && r.fingerprint == fingerprint
+                && r.plugin_versions != plugin_versions
+            {
+                match self.plugin_set(pr, &resolved).await {
+                    Ok(set) => {
+                        info!(published_resource = %name, plugins = %plugins_in_use, "swapping in new plugin code");
+                        r.ctx.swap_plugins(set);
+                        if let Some(r) = self.running.get_mut(&name) {
+                            r.plugin_versions = plugin_versions.clone();
+                        }
+                    }
+                    Err(e) => {
+                        // The old code keeps running; say why the new is not used.
+                        warn!(published_resource = %name, error = %e, "cannot use the new plugin code");
+                        self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
+                            .await;
+                        pending = true;
+                        continue;
+                    }
+                }
+            }
+            if let Some(r) = self.running.get(&name)
+                && r.fingerprint == fingerprint
             {
                 // Never Ready while objects keep failing.
-                let failing = r.failures.summary();
+                let failing = r.ctx.failures.summary();
                 match failing {
                     Some(msg) => {
                         self.set_condition(api, &name, "False", "ObjectsFailing", &msg)
@@ -314,13 +339,14 @@ impl Publisher {
                 continue;
             }
             match self.start_sync(pr, &resolved).await {
-                Ok(Some((cancel, failures))) => {
+                Ok(Some((cancel, ctx))) => {
                     if let Some(old) = self.running.insert(
                         name.clone(),
                         Running {
                             fingerprint,
+                            plugin_versions,
                             cancel,
-                            failures,
+                            ctx,
                         },
                     ) {
                         old.cancel.cancel();
@@ -386,7 +412,7 @@ impl Publisher {
         &self,
         pr: &PublishedResource,
         resolved: &schema::Resolved,
-    ) -> anyhow::Result<Option<(CancellationToken, Arc<Failures>)>> {
+    ) -> anyhow::Result<Option<(CancellationToken, Arc<SyncContext>)>> {
         let name = pr.metadata.name.clone().unwrap_or_default();
         let urls = self.kcp.endpoint_urls().await?;
         if urls.is_empty() {
@@ -416,39 +442,53 @@ impl Publisher {
             })?),
             None => None,
         };
-        let ctx =
-            SyncContext {
-                agent_name: self.cfg.agent_name.clone(),
-                published_resource: name.clone(),
-                remote: resolved.remote.clone(),
-                local: resolved.local.clone(),
-                kcp: self.kcp.clone(),
-                cache: crate::sync::cache::KcpCache::new(),
-                copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
-                    crate::sync::controller::local_key(o).map(|k| k.to_string())
-                }),
-                namespaces: Default::default(),
-                service: self.service.clone(),
-                state: StateStore::new(self.service.clone(), &self.cfg.namespace),
-                namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
-                mutator: self.plugins.mutator(pr).await?,
-                resource_filter,
-                namespace_filter,
-                workspace_paths: pr.spec.enable_workspace_paths == Some(true),
-                paths: Default::default(),
-                failures: Failures::new(self.wake.clone()),
-                related: crate::sync::related::build(&self.plugins, pr).await?,
-                templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
-                    true => Some(self.plugins.text_templates(pr)?
-                        as Arc<dyn crate::sync::related::Templates>),
-                    false => None,
-                },
-                related_kinds: Default::default(),
-            };
-        let failures = ctx.failures.clone();
+        let ctx = SyncContext {
+            agent_name: self.cfg.agent_name.clone(),
+            published_resource: name.clone(),
+            remote: resolved.remote.clone(),
+            local: resolved.local.clone(),
+            kcp: self.kcp.clone(),
+            cache: crate::sync::cache::KcpCache::new(),
+            copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
+                crate::sync::controller::local_key(o).map(|k| k.to_string())
+            }),
+            namespaces: Default::default(),
+            service: self.service.clone(),
+            state: StateStore::new(self.service.clone(), &self.cfg.namespace),
+            plugins: std::sync::RwLock::new(Arc::new(self.plugin_set(pr, resolved).await?)),
+            resync_all: Default::default(),
+            resource_filter,
+            namespace_filter,
+            workspace_paths: pr.spec.enable_workspace_paths == Some(true),
+            paths: Default::default(),
+            failures: Failures::new(self.wake.clone()),
+            related_kinds: Default::default(),
+        };
+        let ctx = Arc::new(ctx);
         let cancel = CancellationToken::new();
-        tokio::spawn(crate::sync::controller::run(Arc::new(ctx), cancel.clone()));
-        Ok(Some((cancel, failures)))
+        tokio::spawn(crate::sync::controller::run(ctx.clone(), cancel.clone()));
+        Ok(Some((cancel, ctx)))
+    }
+
+    /// Everything of a sync that runs plugin code, built from the plugins'
+    /// current versions.
+    async fn plugin_set(
+        &self,
+        pr: &PublishedResource,
+        resolved: &schema::Resolved,
+    ) -> anyhow::Result<PluginSet> {
+        Ok(PluginSet {
+            namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
+            mutator: self.plugins.mutator(pr).await?,
+            related: crate::sync::related::build(&self.plugins, pr).await?,
+            templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
+                true => {
+                    Some(self.plugins.text_templates(pr)?
+                        as Arc<dyn crate::sync::related::Templates>)
+                }
+                false => None,
+            },
+        })
     }
 
     async fn set_condition(

@@ -206,6 +206,11 @@ impl KcpCache {
         self.read().objects.get(key).map(|e| e.obj.clone())
     }
 
+    /// Every cached object's key.
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.read().objects.keys().cloned().collect()
+    }
+
     /// The URL serving `cluster`, if any watch has seen it.
     pub fn route(&self, cluster: &str) -> Option<Arc<str>> {
         self.read().routes.get(cluster).cloned()

@@ -108,6 +108,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     // Service-side related objects with `watch` enqueue their primary when
     // they change (kcp-side ones are watched per shard).
     for r in ctx
+        .plugins()
         .related
         .iter()
         .filter(|r| r.spec.watch.is_some() && r.is_service())
@@ -118,6 +119,20 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             queue.clone(),
             None,
         ));
+    }
+    // After a plugin swap every object is checked again with the new code.
+    {
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        tasks.spawn(async move {
+            loop {
+                ctx.resync_all.notified().await;
+                let keys = ctx.cache.keys();
+                info!(published_resource = %ctx.published_resource, objects = keys.len(), "plugins changed; re-checking every object");
+                for key in keys {
+                    queue.add(key);
+                }
+            }
+        });
     }
     wait_for_initial_lists(&ctx).await;
     // Supervised workers: a worker that ends (it never should) is
@@ -282,6 +297,7 @@ async fn follow_shards(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) 
             let mut set = JoinSet::new();
             set.spawn(kcp_watch(ctx.clone(), url.clone(), queue.clone()));
             for r in ctx
+                .plugins()
                 .related
                 .iter()
                 .filter(|r| r.spec.watch.is_some() && !r.is_service())

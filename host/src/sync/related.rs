@@ -536,7 +536,8 @@ impl SyncContext {
         p: &PrimaryPair<'_>,
         deleting: bool,
     ) -> Result<Option<Outcome>, SyncError> {
-        for r in &self.related {
+        let plugins = self.plugins();
+        for r in &plugins.related {
             if let Some(o) = self
                 .process_one(p, r, deleting)
                 .await
@@ -675,7 +676,8 @@ impl SyncContext {
         prim: &Primaries<'_>,
         origin_api: &SideApi,
     ) -> Result<Vec<Resolved>, RelatedError> {
-        let templates = self.templates.as_deref().ok_or_else(|| {
+        let plugins = self.plugins();
+        let templates = plugins.templates.as_deref().ok_or_else(|| {
             config_err(
                 field,
                 "no template evaluator is configured (internal error)",
@@ -1213,7 +1215,8 @@ pub async fn watch(
     queue: Arc<WorkQueue<ObjectKey>>,
     kcp_url: Option<Arc<str>>,
 ) {
-    let Some(r) = ctx.related.iter().find(|r| r.index == index) else {
+    let plugins = ctx.plugins();
+    let Some(r) = plugins.related.iter().find(|r| r.index == index) else {
         return;
     };
     let Some(w) = r.spec.watch.clone() else {

@@ -101,8 +101,12 @@ pub struct SyncContext {
     pub namespaces: std::sync::Mutex<std::collections::HashSet<String>>,
     pub service: Client,
     pub state: StateStore,
-    pub namer: Arc<dyn Namer>,
-    pub mutator: Option<Arc<dyn Mutator>>,
+    /// Naming, mutations, templates and related resources: everything
+    /// that runs plugin code, swapped as one when a WasmPlugin moves to new
+    /// code (see [`SyncContext::swap_plugins`]).
+    pub plugins: std::sync::RwLock<Arc<PluginSet>>,
+    /// Notified to re-check every object (after a plugin swap).
+    pub resync_all: tokio::sync::Notify,
     /// `spec.filter.resource`, already converted.
     pub resource_filter: Option<Selector>,
     /// `spec.filter.namespace`: a selector on the labels of the object's
@@ -118,12 +122,18 @@ pub struct SyncContext {
     /// Objects whose last reconcile failed (for the PublishedResource's
     /// condition).
     pub failures: Arc<Failures>,
-    /// `spec.related`, in order.
+    /// Discovered kinds of related resources, by side and GVR.
+    pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
+}
+
+/// The parts of a sync that run plugin code.
+pub struct PluginSet {
+    pub namer: Arc<dyn Namer>,
+    pub mutator: Option<Arc<dyn Mutator>>,
+    /// `spec.related`, in order, with their mutations.
     pub related: Vec<super::related::Related>,
     /// Evaluates related-object templates (in the sandbox).
     pub templates: Option<Arc<dyn super::related::Templates>>,
-    /// Discovered kinds of related resources, by side and GVR.
-    pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -220,6 +230,21 @@ fn kerr(
 const REQUEUE_SOON: Duration = Duration::from_secs(1);
 
 impl SyncContext {
+    /// The plugin-bound parts in use now.
+    pub fn plugins(&self) -> Arc<PluginSet> {
+        self.plugins
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Swap in parts built from new plugin code and re-check every object
+    /// with them; reconciles already running finish with the old ones.
+    pub fn swap_plugins(&self, set: PluginSet) {
+        *self.plugins.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        self.resync_all.notify_one();
+    }
+
     /// A client for one consumer workspace, through the virtual workspace of
     /// the shard that serves it.
     pub(super) fn kcp_client(&self, cluster: &str) -> Result<Client, SyncError> {
@@ -469,7 +494,7 @@ impl SyncContext {
         }
         // The primary is in sync: now its related objects.
         if let Some(local) = &local
-            && !self.related.is_empty()
+            && !self.plugins().related.is_empty()
         {
             let pair = super::related::PrimaryPair {
                 key,
@@ -517,7 +542,7 @@ impl SyncContext {
         if let Some(local) = self.find_local(key).await? {
             // Related objects first, in delete mode (while both primaries
             // still exist to resolve them).
-            if !self.related.is_empty() && local.metadata.deletion_timestamp.is_none() {
+            if !self.plugins().related.is_empty() && local.metadata.deletion_timestamp.is_none() {
                 let path = self.workspace_path(&key.cluster).await?;
                 let origin = Origin {
                     cluster: &key.cluster,
@@ -593,13 +618,14 @@ impl SyncContext {
         remote: &Value,
         local: Option<&Value>,
     ) -> Result<(Value, Value), SyncError> {
-        let name = self
+        let plugins = self.plugins();
+        let name = plugins
             .namer
             .name(origin.cluster, origin.path, remote)
             .await
             .map_err(|e| SyncError::Naming(e, key.clone()))?;
         let mut source = remote.clone();
-        if let Some(m) = &self.mutator {
+        if let Some(m) = &plugins.mutator {
             let projected;
             let other = match local {
                 Some(l) => l,
@@ -884,7 +910,7 @@ impl SyncContext {
         local: &DynamicObject,
     ) -> Result<(), SyncError> {
         let mut local_json = to_json(key, "the service copy", local)?;
-        if let Some(m) = &self.mutator {
+        if let Some(m) = &self.plugins().mutator {
             m.mutate_status(origin, &mut local_json, Some(remote))
                 .await
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
