@@ -347,9 +347,11 @@ async fn metrics_health_and_leader_election() {
     let text = eventually("per-resource and per-plugin metrics", WAIT, || async {
         let (_, m) = http_get(metrics, "/metrics").await?;
         let has = |prefix: &str| m.lines().any(|l| l.starts_with(prefix));
-        Ok((has(&format!("syncweave_reconciles_total{{{pr},result=\"success\"}}"))
-            && has(&format!("syncweave_reconcile_duration_seconds_count{{{pr}}}"))
-            && has(&format!("syncweave_queue_depth{{{pr}}}"))
+        Ok((has(&format!(
+            "syncweave_reconciles_total{{{pr},result=\"success\"}}"
+        )) && has(&format!(
+            "syncweave_reconcile_duration_seconds_count{{{pr}}}"
+        )) && has(&format!("syncweave_queue_depth{{{pr}}}"))
             && has(&format!("syncweave_objects_failing{{{pr}}} 0"))
             && has(r#"syncweave_plugin_calls_total{plugin="naming",result="ok"}"#)
             && has(r#"syncweave_plugin_call_duration_seconds_count{plugin="naming"}"#)
