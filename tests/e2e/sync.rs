@@ -76,6 +76,81 @@ async fn publishes_schema_into_apiexport() {
         }
     })
     .await;
+
+    // Upstream's Events on the APIExport, in the provider workspace.
+    let events = dynamic_api(
+        &provider,
+        &gvk("", "v1", "Event"),
+        "events",
+        Some("default"),
+    );
+    let on_export = eventually("Events on the APIExport", WAIT, || async {
+        let list = events
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let found: Vec<(String, String)> = list
+            .items
+            .iter()
+            .filter(|e| {
+                str_at(e, "/involvedObject/kind") == Some("APIExport")
+                    && str_at(e, "/involvedObject/name") == Some(EXPORT)
+            })
+            .map(|e| {
+                (
+                    str_at(e, "/reason").unwrap_or_default().to_string(),
+                    str_at(e, "/message").unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let has = |r: &str| found.iter().any(|(reason, _)| reason == r);
+        Ok((has("AddingResourceSchemas") && has("AddingPermissionClaims")).then_some(found))
+    })
+    .await;
+    assert!(
+        on_export.iter().any(|(r, m)| r == "AddingResourceSchemas"
+            && m == &format!("Added new resource schema(s) {schema_name}.")),
+        "{on_export:?}"
+    );
+    assert!(
+        on_export
+            .iter()
+            .any(|(r, m)| r == "AddingPermissionClaims" && m.contains("events")),
+        "{on_export:?}"
+    );
+
+    // A wrong agent label on the schema is repaired (the spec is never
+    // touched: its name is its hash).
+    schemas
+        .patch(
+            &schema_name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"syncagent.kcp.io/agent-name": "someone-else"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    // Any change of the PublishedResource wakes the publisher.
+    env.published_resources()
+        .patch(
+            "publish-crontabs",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"e2e.syncweave.dev/touch": "1"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the schema's agent label repaired", WAIT, || async {
+        let ars = get_opt(&schemas, &schema_name).await?;
+        Ok(ars.filter(|a| {
+            a.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("syncagent.kcp.io/agent-name"))
+                .is_some_and(|v| v == AGENT_NAME)
+        }))
+    })
+    .await;
 }
 
 /// The whole lifecycle of one object: accepted (finalizer), placed on the

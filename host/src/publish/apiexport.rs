@@ -100,7 +100,11 @@ pub async fn reconcile(
                 c["identityHash"] = json!(claim.identity_hash);
             }
             current_claims.push(c);
-            added_claims.push(format!("{}.{}", claim.resource, claim.group));
+            // As upstream words it: `group/resource`, or `resource` for core.
+            added_claims.push(match claim.group.as_str() {
+                "" => claim.resource.clone(),
+                g => format!("{g}/{}", claim.resource),
+            });
         }
     }
     current_claims.sort_by_key(|c| {
@@ -125,9 +129,41 @@ pub async fn reconcile(
     }
     obj["metadata"]["annotations"][AGENT_NAME_LABEL] = json!(agent_name);
     let updated: DynamicObject = serde_json::from_value(obj).expect("valid object");
-    api.replace(export_name, &PostParams::default(), &updated)
+    let written = api
+        .replace(export_name, &PostParams::default(), &updated)
         .await
         .map_err(err("updating"))?;
     info!(export = export_name, ?added, ?removed, added_claims = ?added_claims, "updated APIExport");
+    // Events on the APIExport, as upstream's (best effort, like all Events).
+    let list = |v: &[&String]| v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+    let mut events = Vec::new();
+    if !added.is_empty() {
+        events.push((
+            false,
+            "AddingResourceSchemas",
+            format!("Added new resource schema(s) {}.", list(&added)),
+        ));
+    }
+    if !removed.is_empty() {
+        events.push((
+            true,
+            "RemovingResourceSchemas",
+            format!("Removed resource schema(s) {}.", list(&removed)),
+        ));
+    }
+    if !added_claims.is_empty() {
+        events.push((
+            false,
+            "AddingPermissionClaims",
+            format!(
+                "Added new permission claim(s) for all {}.",
+                added_claims.join(", ")
+            ),
+        ));
+    }
+    for (warning, reason, message) in events {
+        let event = crate::sync::events::event_for(&written, agent_name, warning, reason, &message);
+        crate::sync::events::post(client.clone(), event).await;
+    }
     Ok(true)
 }

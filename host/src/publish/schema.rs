@@ -7,7 +7,9 @@
 //! found and reused.
 
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use serde_json::{Value, json};
 
 use crate::apis::PublishedResource;
@@ -220,15 +222,17 @@ pub async fn ensure_schema(
 ) -> Result<bool, SchemaError> {
     let api: Api<DynamicObject> =
         Api::all_with(export_client.clone(), &kcpapi::apiresourceschema());
-    if api
-        .get_opt(&resolved.schema_name)
-        .await
-        .map_err(|source| SchemaError::Kube {
-            action: format!("reading APIResourceSchema {}", resolved.schema_name),
-            source,
-        })?
-        .is_some()
+    if let Some(existing) =
+        api.get_opt(&resolved.schema_name)
+            .await
+            .map_err(|source| SchemaError::Kube {
+                action: format!("reading APIResourceSchema {}", resolved.schema_name),
+                source,
+            })?
     {
+        // The spec is immutable (the name is its hash), but the agent's
+        // label and annotation are repaired, as upstream does.
+        repair_agent_metadata(&api, &existing, resolved).await?;
         return Ok(false);
     }
     let obj: DynamicObject = serde_json::from_value(resolved.schema.clone()).expect("valid object");
@@ -240,6 +244,55 @@ pub async fn ensure_schema(
             source,
         }),
     }
+}
+
+/// Put back the agent-name label and annotation of an existing schema if
+/// someone changed or removed them.
+async fn repair_agent_metadata(
+    api: &Api<DynamicObject>,
+    existing: &DynamicObject,
+    resolved: &Resolved,
+) -> Result<(), SchemaError> {
+    let want = |field: &str| {
+        resolved.schema["metadata"][field][AGENT_NAME_LABEL]
+            .as_str()
+            .map(str::to_string)
+    };
+    let (want_label, want_annotation) = (want("labels"), want("annotations"));
+    let has_label = existing
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(AGENT_NAME_LABEL))
+        .cloned();
+    let has_annotation = existing
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(AGENT_NAME_LABEL))
+        .cloned();
+    if has_label == want_label && has_annotation == want_annotation {
+        return Ok(());
+    }
+    let patch = json!({"metadata": {
+        "labels": {AGENT_NAME_LABEL: want_label},
+        "annotations": {AGENT_NAME_LABEL: want_annotation},
+    }});
+    api.patch(
+        &resolved.schema_name,
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|source| SchemaError::Kube {
+        action: format!(
+            "repairing the agent label of APIResourceSchema {}",
+            resolved.schema_name
+        ),
+        source,
+    })?;
+    tracing::info!(schema = %resolved.schema_name, "repaired the agent-name label/annotation of an existing APIResourceSchema");
+    Ok(())
 }
 
 /// `plural.group` of a schema name `v<hash>.<plural>.<group>`.
