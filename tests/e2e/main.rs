@@ -9,6 +9,7 @@ mod cli;
 mod init;
 mod mutation;
 mod ops;
+mod parity;
 mod plugins;
 mod related;
 mod shards;
