@@ -105,6 +105,16 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             }
         }
     });
+    // The SyncTarget of a cluster registered with `syncweave cluster register`.
+    let reporter = opts.sync_target.clone().map(|name| {
+        tokio::spawn(crate::cluster::target::report(
+            kcp.export_client.clone(),
+            service.clone(),
+            name,
+            opts.selector.clone(),
+            cancel.clone(),
+        ))
+    });
     let publisher = Publisher::new(
         PublishConfig {
             agent_name: opts.agent_name.clone(),
@@ -123,6 +133,9 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     cancel.cancel();
     let _ = run.await;
     let _ = wasmplugins.await;
+    if let Some(r) = reporter {
+        let _ = r.await;
+    }
     drop(lease);
     drop(servers);
     Ok(())

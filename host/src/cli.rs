@@ -31,6 +31,10 @@ pub enum Command {
     /// Build, inspect and test Wasm plugins.
     #[command(subcommand)]
     Plugin(crate::plugin_cmd::PluginCommand),
+    /// Register a physical cluster with a kcp workspace (the legacy kcp
+    /// syncer's workflow): Deployments, Services and Ingresses down, Pods up.
+    #[command(subcommand)]
+    Cluster(crate::cluster::ClusterCommand),
     /// Print version information.
     Version,
 }
@@ -118,6 +122,11 @@ pub struct SyncArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub disabled_controllers: Vec<String>,
 
+    /// (syncweave) Report this cluster's state to the SyncTarget of this name
+    /// in the APIExport's workspace (written by `syncweave cluster register`).
+    #[arg(long, value_name = "NAME")]
+    pub sync_target: Option<String>,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -185,6 +194,7 @@ pub struct SyncOptions {
     pub host_override: Option<String>,
     pub ca_file_override: Option<PathBuf>,
     pub disabled_controllers: Vec<String>,
+    pub sync_target: Option<String>,
     pub common: CommonArgs,
 }
 
@@ -264,6 +274,7 @@ impl SyncArgs {
             host_override: self.kubeconfig_host_override,
             ca_file_override: self.kubeconfig_ca_file_override,
             disabled_controllers: self.disabled_controllers,
+            sync_target: self.sync_target.filter(|s| !s.is_empty()),
             common: self.common,
         })
     }

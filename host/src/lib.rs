@@ -9,6 +9,7 @@ pub mod agent;
 pub mod apis;
 pub mod backoff;
 pub mod cli;
+pub mod cluster;
 pub mod health;
 pub mod init;
 pub mod kcp;

@@ -30,6 +30,7 @@ async fn main() -> ExitCode {
             Err(e) => Err(e.into()),
         },
         Command::Plugin(cmd) => syncweave::plugin_cmd::run(cmd).await,
+        Command::Cluster(cmd) => syncweave::cluster::run(cmd).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ mod builtin;
 mod chart;
 mod cli;
 mod init;
+mod legacy;
 mod mutation;
 mod ops;
 mod parity;

@@ -67,6 +67,9 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<Value>, SchemaEr
     }
 }
 
+/// Approval of an API in a protected group (`api-approved.kubernetes.io`).
+pub const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
+
 /// The CRD that `group`/`kind` would have, from discovery and OpenAPI, or
 /// `None` when the service cluster serves no such kind.
 pub async fn crd_from_openapi(
@@ -160,10 +163,21 @@ pub async fn crd_from_openapi(
     }
     // As upstream: the core group's CRD name ends in `.core`.
     let crd_group = if group.is_empty() { "core" } else { group };
+    let mut metadata = json!({"name": format!("{plural}.{crd_group}")});
+    // kcp (like Kubernetes for CRDs) refuses schemas in the protected
+    // *.k8s.io / *.kubernetes.io groups without an approval annotation;
+    // built-in types are approved by Kubernetes itself.
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|p| group == *p || group.ends_with(&format!(".{p}")));
+    if protected {
+        metadata["annotations"] =
+            json!({APPROVAL_ANNOTATION: "https://github.com/kubernetes/kubernetes"});
+    }
     Ok(Some(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{crd_group}")},
+        "metadata": metadata,
         "spec": {
             "group": group,
             "names": names,

@@ -571,7 +571,13 @@ fn permission_claims(
     }
     for r in related {
         let (group, _, resource) = crate::sync::related::kcp_gvr(r);
-        let owned = schemas.contains_key(&format!("{resource}.{group}"));
+        // Schema names spell the core group `core`.
+        let key_group = if group.is_empty() {
+            "core"
+        } else {
+            group.as_str()
+        };
+        let owned = schemas.contains_key(&format!("{resource}.{key_group}"));
         let claim = apiexport::Claim {
             group,
             resource,
@@ -673,6 +679,20 @@ spec:
                 "/secrets/",
                 "other.io/things/abc"
             ]
+        );
+        // A core type the export itself serves (pods published by another
+        // PublishedResource) is owned, not claimed.
+        let pods = pr(r#"
+metadata: {name: c}
+spec:
+  resource: {apiGroup: apps, kind: Deployment}
+  related:
+    - {identifier: pods, origin: service, version: v1, resource: pods, object: {reference: {path: a}}}
+"#);
+        let owned = BTreeMap::from([("pods.core".to_string(), "v1.pods.core".to_string())]);
+        assert_eq!(
+            names(&permission_claims(&[&pods], &owned)),
+            ["/events/", "/namespaces/"]
         );
     }
 }

@@ -163,6 +163,15 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
         },
         "spec": ars_spec,
     });
+    let mut schema = schema;
+    // As upstream: the CRD's API approval (required by kcp for the
+    // protected *.k8s.io groups) is the one annotation kept.
+    if let Some(approval) =
+        local_crd["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION].as_str()
+    {
+        schema["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION] =
+            json!(approval);
+    }
     Resolved {
         local: side_of(&local_crd["spec"]),
         remote: side_of(spec),
