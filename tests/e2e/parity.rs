@@ -541,6 +541,51 @@ async fn adoption_and_copies_being_deleted() {
     );
     assert_eq!(label(&placed, AGENT_NAME_LABEL), Some(AGENT_NAME));
     assert_eq!(label(&placed, "provider.example.com/origin"), None);
+
+    // Row 43: a second object claiming the same kcp object (same identity
+    // labels) is an error the consumer sees, until the extra one is gone.
+    let mut twin: Value = serde_json::to_value(&placed).unwrap();
+    twin["metadata"] = json!({
+        "name": "twin", "namespace": consumer.cluster,
+        "labels": placed.metadata.labels, "annotations": placed.metadata.annotations,
+    });
+    create(&copies, twin).await;
+    merge(
+        &kcp_crontabs,
+        "adoptee",
+        json!({"spec": {"image": "while-ambiguous"}}),
+    )
+    .await;
+    let message = eventually("a ReconcilingError Event about adoptee", WAIT, || async {
+        Ok(events_about(&client, "adoptee")
+            .await?
+            .into_iter()
+            .find(|(r, t, m)| r == "ReconcilingError" && t == "Warning" && m.contains("copies"))
+            .map(|(_, _, m)| m))
+    })
+    .await;
+    assert!(
+        message.contains("found 2 copies") && message.contains("delete the extra ones"),
+        "{message}"
+    );
+    assert_eq!(
+        str_at(&copies.get(&copy_name).await.unwrap(), "/spec/image"),
+        Some("while-deleting"),
+        "nothing synced while ambiguous"
+    );
+    copies
+        .delete("twin", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        "the change synced once the extra copy is gone",
+        WAIT,
+        || async {
+            let c = get_opt(&copies, &copy_name).await?;
+            Ok(c.filter(|c| str_at(c, "/spec/image") == Some("while-ambiguous")))
+        },
+    )
+    .await;
 }
 
 /// Rows 76 (`--published-resource-selector`), 87 (a deleted PublishedResource

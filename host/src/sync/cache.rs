@@ -232,16 +232,21 @@ impl KcpCache {
 }
 
 /// A single-cluster informer store (the service side): the objects of one
-/// watch, keyed by what the syncer looks them up by (a copy by the kcp
-/// object it belongs to, a state Secret by name).
+/// watch, found by what the syncer looks them up by (a copy by the kcp
+/// object it belongs to, a state Secret by name). Several objects may share
+/// a lookup key (two copies claiming the same kcp object): callers see all
+/// of them and decide.
 pub struct Store<V> {
     inner: RwLock<StoreInner<V>>,
     key_of: fn(&V) -> Option<String>,
 }
 
 struct StoreInner<V> {
-    map: HashMap<String, Arc<V>>,
-    relist: Option<HashMap<String, Arc<V>>>,
+    /// By the object's own namespace/name.
+    objects: HashMap<String, Arc<V>>,
+    /// Lookup key → namespace/name of the objects with that key.
+    index: HashMap<String, std::collections::BTreeSet<String>>,
+    relist: Option<Vec<V>>,
     synced: bool,
 }
 
@@ -249,11 +254,52 @@ fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
     v.meta().resource_version.as_deref()?.parse().ok()
 }
 
+fn object_ref<V: kube::Resource>(v: &V) -> String {
+    let m = v.meta();
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or_default(),
+        m.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl<V: kube::Resource> StoreInner<V> {
+    fn remove(&mut self, oref: &str, key_of: fn(&V) -> Option<String>) {
+        if let Some(old) = self.objects.remove(oref)
+            && let Some(k) = key_of(&old)
+            && let Some(set) = self.index.get_mut(&k)
+        {
+            set.remove(oref);
+            if set.is_empty() {
+                self.index.remove(&k);
+            }
+        }
+    }
+
+    /// Insert unless the stored object is newer (a write-through that the
+    /// watch has not caught up with yet).
+    fn insert(&mut self, v: V, key_of: fn(&V) -> Option<String>) {
+        let oref = object_ref(&v);
+        if let Some(old) = self.objects.get(&oref)
+            && let (Some(new_rv), Some(old_rv)) = (resource_version(&v), resource_version(&**old))
+            && new_rv < old_rv
+        {
+            return;
+        }
+        self.remove(&oref, key_of);
+        if let Some(k) = key_of(&v) {
+            self.index.entry(k).or_default().insert(oref.clone());
+        }
+        self.objects.insert(oref, Arc::new(v));
+    }
+}
+
 impl<V: kube::Resource> Store<V> {
     pub fn new(key_of: fn(&V) -> Option<String>) -> Arc<Self> {
         Arc::new(Store {
             inner: RwLock::new(StoreInner {
-                map: HashMap::new(),
+                objects: HashMap::new(),
+                index: HashMap::new(),
                 relist: None,
                 synced: false,
             }),
@@ -269,22 +315,8 @@ impl<V: kube::Resource> Store<V> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Insert unless the stored object is newer (a write-through that the
-    /// watch has not caught up with yet).
-    fn insert(map: &mut HashMap<String, Arc<V>>, key: String, v: V) {
-        if let Some(old) = map.get(&key)
-            && let (Some(new_rv), Some(old_rv)) = (resource_version(&v), resource_version(&**old))
-            && new_rv < old_rv
-        {
-            return;
-        }
-        map.insert(key, Arc::new(v));
-    }
-
-    pub fn apply(&self, v: V) -> Option<String> {
-        let key = (self.key_of)(&v)?;
-        Self::insert(&mut self.write().map, key.clone(), v);
-        Some(key)
+    pub fn apply(&self, v: V) {
+        self.write().insert(v, self.key_of);
     }
 
     /// The agent itself wrote `v`: remember the API's answer.
@@ -292,20 +324,17 @@ impl<V: kube::Resource> Store<V> {
         self.apply(v);
     }
 
-    pub fn delete(&self, v: &V) -> Option<String> {
-        let key = (self.key_of)(v)?;
-        self.write().map.remove(&key);
-        Some(key)
+    pub fn delete(&self, v: &V) {
+        self.write().remove(&object_ref(v), self.key_of);
     }
 
     pub fn list_started(&self) {
-        self.write().relist = Some(HashMap::new());
+        self.write().relist = Some(Vec::new());
     }
 
     pub fn listed(&self, v: V) {
-        let Some(key) = (self.key_of)(&v) else { return };
         if let Some(buf) = self.write().relist.as_mut() {
-            buf.insert(key, Arc::new(v));
+            buf.push(v);
         }
     }
 
@@ -313,13 +342,35 @@ impl<V: kube::Resource> Store<V> {
     pub fn list_done(&self) {
         let mut inner = self.write();
         if let Some(listed) = inner.relist.take() {
-            inner.map = listed;
+            inner.objects.clear();
+            inner.index.clear();
+            for v in listed {
+                inner.insert(v, self.key_of);
+            }
         }
         inner.synced = true;
     }
 
+    /// The one object with lookup key `key`; `None` if there is none or
+    /// more than one (see [`Store::get_all`]).
     pub fn get(&self, key: &str) -> Option<Arc<V>> {
-        self.read().map.get(key).cloned()
+        let all = self.get_all(key);
+        match all.len() {
+            1 => all.into_iter().next(),
+            _ => None,
+        }
+    }
+
+    /// Every object with lookup key `key`.
+    pub fn get_all(&self, key: &str) -> Vec<Arc<V>> {
+        let inner = self.read();
+        inner
+            .index
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|oref| inner.objects.get(oref).cloned())
+            .collect()
     }
 
     /// Whether the first list has completed (before that, callers read
@@ -329,7 +380,7 @@ impl<V: kube::Resource> Store<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.read().map.len()
+        self.read().objects.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -448,6 +499,24 @@ mod tests {
         );
         s.delete(&obj("a", "y", "6"));
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn two_objects_with_one_lookup_key_are_both_seen() {
+        // Keyed by cluster annotation: two copies claiming workspace "a".
+        let s: Arc<Store<DynamicObject>> = Store::new(|o| {
+            o.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CLUSTER_ANNOTATION).cloned())
+        });
+        s.apply(obj("a", "one", "1"));
+        assert!(s.get("a").is_some());
+        s.apply(obj("a", "two", "1"));
+        assert_eq!(s.get_all("a").len(), 2);
+        assert!(s.get("a").is_none(), "ambiguous: no single answer");
+        s.delete(&obj("a", "one", "2"));
+        assert_eq!(s.get("a").unwrap().metadata.name.as_deref(), Some("two"));
     }
 
     #[test]

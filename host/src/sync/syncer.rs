@@ -346,10 +346,24 @@ impl SyncContext {
     /// Find the service-side copy by its identity labels (not by name, so a
     /// changed naming scheme still finds copies made under the old one).
     async fn find_local(&self, key: &ObjectKey) -> Result<Option<DynamicObject>, SyncError> {
-        if self.copies.synced()
-            && let Some(copy) = self.copies.get(&key.to_string())
-        {
-            return Ok(Some(DynamicObject::clone(&copy)));
+        if self.copies.synced() {
+            let found = self.copies.get_all(&key.to_string());
+            match found.len() {
+                0 => {}
+                1 => return Ok(Some(DynamicObject::clone(&found[0]))),
+                count => {
+                    return Err(SyncError::Ambiguous {
+                        count,
+                        key: key.clone(),
+                        selector: self
+                            .identity_labels(key)
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    });
+                }
+            }
         }
         // Not in the cache: a new object, or a copy without this agent's
         // label (made by an earlier agent); ask the API.
