@@ -353,6 +353,62 @@ async fn register_a_cluster_run_workloads_and_unregister() {
     assert_eq!(pod.data["spec"]["containers"][0]["image"], "nginx:1.27");
     assert!(get_opt(&pods, "unrelated").await.unwrap().is_none());
 
+    // --apiexports: the types of an existing APIExport are requested too.
+    apply_yaml(
+        &kcp_compute,
+        r#"
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {name: v1.gadgets.tools.example.com}
+spec:
+  group: tools.example.com
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
+  scope: Namespaced
+  versions:
+  - {name: v1, served: true, storage: true, schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata: {name: tools}
+spec: {latestResourceSchemas: [v1.gadgets.tools.example.com]}
+"#,
+    )
+    .await
+    .unwrap();
+    let (ok, out) = syncweave(&[
+        "cluster",
+        "register",
+        "gpu-2",
+        "-o",
+        "-",
+        "--apiexports",
+        &format!("{}:tools", compute.path),
+        "--kubeconfig",
+        user_kc.to_str().unwrap(),
+    ]);
+    assert!(ok, "register --apiexports failed:\n{out}");
+    assert!(
+        out.contains("name: gpu-2-gadgets"),
+        "the manifest publishes gadgets:\n{out}"
+    );
+    let t2 = targets.get("gpu-2").await.unwrap();
+    assert!(
+        t2.data["spec"]["resources"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("gadgets.tools.example.com")),
+        "{}",
+        t2.data["spec"]
+    );
+    let (ok, out) = syncweave(&[
+        "cluster",
+        "unregister",
+        "gpu-2",
+        "--kubeconfig",
+        user_kc.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}");
+
     // 6. Unregister: kcp's side of the registration goes, consumers' objects stay.
     drop(agent);
     let (ok, out) = syncweave(&[
