@@ -5,7 +5,8 @@
 //! initializer and kcp marks the workspace Ready.
 //!
 //! Top to bottom:
-//! - [`InitAgent`] watches InitTargets (and InitTemplates) in the config
+//! - [`InitAgent`] runs kube-runtime's `Controller` over the InitTargets (and
+//!   watches InitTemplates) in the config
 //!   workspace and runs one [`target`] worker per InitTarget, keyed by UID;
 //!   a worker stops when its InitTarget is deleted, stops matching the
 //!   selector, or points at another WorkspaceType.
@@ -20,7 +21,7 @@ mod reconcile;
 pub mod render;
 mod target;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +44,7 @@ pub use target::ClusterKey;
 /// How long a workspace waits when a rendered kind is not served yet
 /// (upstream: 5 s).
 pub const MISSING_KIND_RETRY: Duration = Duration::from_secs(5);
-/// A full pass over InitTargets also runs this often, healing missed events.
+/// Every InitTarget is reconciled again this often, healing missed events.
 const RESYNC: Duration = Duration::from_secs(30);
 
 /// What went wrong while initializing one workspace. Every variant names
@@ -187,7 +188,6 @@ struct Running {
 pub struct InitAgent {
     shared: Arc<Shared>,
     selector: String,
-    running: HashMap<String, Running>,
 }
 
 impl InitAgent {
@@ -205,7 +205,6 @@ impl InitAgent {
         Ok(InitAgent {
             shared: Arc::new(shared),
             selector: cfg.selector,
-            running: HashMap::new(),
         })
     }
 
@@ -236,146 +235,197 @@ impl InitAgent {
         }
     }
 
-    /// Run until `cancel` fires.
-    pub async fn run(mut self, cancel: CancellationToken) {
-        let targets_changed = Arc::new(Notify::new());
+    /// Run until `cancel` fires. InitTargets go through kube-runtime's
+    /// `Controller` (one scheduler, one pending request per target, a
+    /// resync, reconciles only after the first list); each reconcile
+    /// starts, restarts or kicks the target's worker. Deletions (and
+    /// targets that stop matching the selector) stop workers from the same
+    /// watch; an InitTemplate change kicks every worker.
+    pub async fn run(self, cancel: CancellationToken) {
+        use kube::runtime::controller::{Action, Controller};
+        use kube::runtime::reflector;
+
+        let mgr = Arc::new(Manager {
+            shared: self.shared.clone(),
+            running: std::sync::Mutex::new(HashMap::new()),
+            cancel: cancel.clone(),
+        });
+        let mut tasks = tokio::task::JoinSet::new();
         let templates_changed = Arc::new(Notify::new());
-        let mut watches = tokio::task::JoinSet::new();
-        let targets: Api<DynamicObject> =
-            Api::all_with(self.shared.config_client.clone(), &inittarget_resource());
-        watches.spawn(notify_on_events(
-            "InitTargets",
-            watcher(targets, watcher::Config::default().labels(&self.selector)),
-            targets_changed.clone(),
-        ));
         let templates: Api<DynamicObject> =
             Api::all_with(self.shared.config_client.clone(), &inittemplate_resource());
-        watches.spawn(notify_on_events(
+        tasks.spawn(notify_on_events(
             "InitTemplates",
             watcher(templates, watcher::Config::default()),
             templates_changed.clone(),
         ));
-        info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
-
-        loop {
-            let retry_soon = match self.pass(&cancel).await {
-                Ok(()) => false,
-                Err(e) => {
-                    warn!(error = %e, "reading InitTargets failed; retrying");
-                    true
-                }
-            };
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = targets_changed.notified() => {}
-                _ = templates_changed.notified() => {
+        {
+            let mgr = mgr.clone();
+            tasks.spawn(async move {
+                loop {
+                    templates_changed.notified().await;
                     // A fixed template should not wait for the backoff of
                     // every workspace that failed with the broken one.
-                    for r in self.running.values() {
-                        r.kick.notify_one();
-                    }
+                    mgr.kick_all();
                 }
-                _ = tokio::time::sleep(if retry_soon { Duration::from_secs(2) } else { RESYNC }) => {}
-            }
+            });
         }
-        for (_, r) in self.running.drain() {
-            r.cancel.cancel();
-        }
-        watches.abort_all();
-    }
+        info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
 
-    /// Start, restart, kick or stop target workers to match the InitTargets.
-    async fn pass(&mut self, cancel: &CancellationToken) -> Result<(), InitError> {
-        let api: Api<DynamicObject> =
-            Api::all_with(self.shared.config_client.clone(), &inittarget_resource());
-        let list = api
-            .list(&ListParams::default().labels(&self.selector))
-            .await
-            .map_err(|e| {
-                let hint = match &e {
-                    kube::Error::Api(s) if s.code == 404 => {
-                        "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
-                    }
-                    kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
-                        "; grant the agent's user get/list/watch on inittargets and inittemplates there"
-                    }
+        let ar = inittarget_resource();
+        let targets: Api<DynamicObject> = Api::all_with(self.shared.config_client.clone(), &ar);
+        let writer = reflector::store::Writer::new(ar.clone());
+        let store = writer.as_reader();
+        let mut listing: Vec<String> = Vec::new();
+        let events_mgr = mgr.clone();
+        let config_workspace = self.shared.config_workspace.clone();
+        let stream = reflector::reflector(
+            writer,
+            watcher(targets, watcher::Config::default().labels(&self.selector)),
+        )
+        .default_backoff()
+        .inspect(move |ev| match ev {
+            Ok(watcher::Event::Init) => listing.clear(),
+            Ok(watcher::Event::InitApply(o)) => listing.extend(o.metadata.uid.clone()),
+            // Targets gone while the watch was down.
+            Ok(watcher::Event::InitDone) => events_mgr.retain(&listing),
+            Ok(watcher::Event::Delete(o)) => {
+                if let Some(uid) = &o.metadata.uid {
+                    events_mgr.stop(uid);
+                }
+            }
+            Ok(watcher::Event::Apply(_)) => {}
+            Err(e) => {
+                let hint = match e {
+                    watcher::Error::InitialListFailed(kube::Error::Api(s))
+                    | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => match s.code {
+                        404 => "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)",
+                        401 | 403 => "; grant the agent's user get/list/watch on inittargets and inittemplates there",
+                        _ => "",
+                    },
                     _ => "",
                 };
-                InitError::Setup(format!(
-                    "listing InitTargets in workspace {}: {e}{hint}",
-                    self.shared.config_workspace
-                ))
-            })?;
-        let mut seen = HashSet::new();
-        for obj in list.items {
-            let name = obj.metadata.name.clone().unwrap_or_default();
-            let Some(uid) = obj.metadata.uid.clone() else {
-                continue;
-            };
-            let own_cluster = obj
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(CLUSTER_ANNOTATION))
-                .cloned()
-                .unwrap_or_else(|| self.shared.config_workspace.clone());
-            let resource_version = obj.metadata.resource_version.clone();
-            let target: InitTarget = match serde_json::to_value(&obj)
-                .and_then(serde_json::from_value)
-            {
-                Ok(t) => t,
-                Err(e) => {
-                    warn!(init_target = %name, error = %e, "InitTarget does not match the schema; fix it (see docs/init-target.md)");
-                    continue;
-                }
-            };
-            seen.insert(uid.clone());
-            // A typed struct with string keys: serializing cannot fail.
-            let fingerprint =
-                serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
-            if let Some(r) = self.running.get_mut(&uid) {
-                if r.fingerprint == fingerprint {
-                    if r.resource_version != resource_version {
-                        r.resource_version = resource_version;
-                        r.kick.notify_one();
-                    }
-                    continue;
-                }
-                info!(init_target = %name, "spec.workspaceTypeRef changed; restarting its worker");
-                r.cancel.cancel();
-                self.running.remove(&uid);
+                warn!(error = %e, "watching InitTargets in workspace {config_workspace} failed{hint}; retrying");
             }
-            let worker_cancel = cancel.child_token();
-            let kick = Arc::new(Notify::new());
-            tokio::spawn(target::run(
-                self.shared.clone(),
-                target::TargetId {
-                    name: name.clone(),
-                    uid: uid.clone(),
-                    own_cluster,
-                    workspace_type: target.spec.workspace_type_ref.clone(),
+        })
+        .applied_objects();
+        Controller::for_stream_with(stream, store, ar)
+            .graceful_shutdown_on(cancel.clone().cancelled_owned())
+            .run(
+                |obj: Arc<DynamicObject>, mgr: Arc<Manager>| async move {
+                    mgr.reconcile(&obj);
+                    Ok::<_, InitError>(Action::requeue(RESYNC))
                 },
-                worker_cancel.clone(),
-                kick.clone(),
-            ));
-            self.running.insert(
-                uid,
-                Running {
-                    fingerprint,
-                    resource_version,
-                    cancel: worker_cancel,
-                    kick,
-                },
-            );
+                |_obj, _err: &InitError, _mgr| Action::requeue(Duration::from_secs(2)),
+                mgr.clone(),
+            )
+            .for_each(|_| async {})
+            .await;
+        mgr.stop_all();
+        tasks.abort_all();
+    }
+}
+
+/// The running target workers, by InitTarget UID.
+struct Manager {
+    shared: Arc<Shared>,
+    running: std::sync::Mutex<HashMap<String, Running>>,
+    cancel: CancellationToken,
+}
+
+impl Manager {
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn kick_all(&self) {
+        for r in self.running().values() {
+            r.kick.notify_one();
         }
-        self.running.retain(|uid, r| {
-            let keep = seen.contains(uid);
+    }
+
+    fn stop(&self, uid: &str) {
+        if let Some(r) = self.running().remove(uid) {
+            r.cancel.cancel();
+        }
+    }
+
+    /// Stop the workers of targets not in `uids`.
+    fn retain(&self, uids: &[String]) {
+        self.running().retain(|uid, r| {
+            let keep = uids.contains(uid);
             if !keep {
                 r.cancel.cancel();
             }
             keep
         });
-        Ok(())
+    }
+
+    fn stop_all(&self) {
+        for (_, r) in self.running().drain() {
+            r.cancel.cancel();
+        }
+    }
+
+    /// Start, restart or kick the worker of one InitTarget.
+    fn reconcile(&self, obj: &DynamicObject) {
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        let Some(uid) = obj.metadata.uid.clone() else {
+            return;
+        };
+        let own_cluster = obj
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CLUSTER_ANNOTATION))
+            .cloned()
+            .unwrap_or_else(|| self.shared.config_workspace.clone());
+        let resource_version = obj.metadata.resource_version.clone();
+        let target: InitTarget = match serde_json::to_value(obj).and_then(serde_json::from_value) {
+            Ok(t) => t,
+            Err(e) => {
+                warn!(init_target = %name, error = %e, "InitTarget does not match the schema; fix it (see docs/init-target.md)");
+                return;
+            }
+        };
+        // A typed struct with string keys: serializing cannot fail.
+        let fingerprint =
+            serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
+        let mut running = self.running();
+        if let Some(r) = running.get_mut(&uid) {
+            if r.fingerprint == fingerprint {
+                if r.resource_version != resource_version {
+                    r.resource_version = resource_version;
+                    r.kick.notify_one();
+                }
+                return;
+            }
+            info!(init_target = %name, "spec.workspaceTypeRef changed; restarting its worker");
+            r.cancel.cancel();
+            running.remove(&uid);
+        }
+        let worker_cancel = self.cancel.child_token();
+        let kick = Arc::new(Notify::new());
+        tokio::spawn(target::run(
+            self.shared.clone(),
+            target::TargetId {
+                name: name.clone(),
+                uid: uid.clone(),
+                own_cluster,
+                workspace_type: target.spec.workspace_type_ref.clone(),
+            },
+            worker_cancel.clone(),
+            kick.clone(),
+        ));
+        running.insert(
+            uid,
+            Running {
+                fingerprint,
+                resource_version,
+                cancel: worker_cancel,
+                kick,
+            },
+        );
     }
 }
 
