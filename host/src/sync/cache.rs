@@ -55,6 +55,13 @@ pub fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
     })
 }
 
+/// Drop `metadata.managedFields` before caching: often the largest part of
+/// an object, and never read by the syncer (an update without it keeps the
+/// server's).
+fn slim<V: kube::Resource>(v: &mut V) {
+    v.meta_mut().managed_fields = None;
+}
+
 /// Whether `incoming` is older than `stored` (both from the same shard).
 /// Resource versions are opaque to clients, but kcp's are etcd revisions;
 /// when either does not parse, the incoming object wins.
@@ -82,7 +89,8 @@ impl KcpCache {
     }
 
     /// A watch event added or changed `obj` (served by `url`).
-    pub fn apply(&self, url: &Arc<str>, obj: DynamicObject) -> Option<ObjectKey> {
+    pub fn apply(&self, url: &Arc<str>, mut obj: DynamicObject) -> Option<ObjectKey> {
+        slim(&mut obj);
         let key = key_of(&obj)?;
         let mut inner = self.write();
         inner.routes.insert(key.cluster.clone(), url.clone());
@@ -103,7 +111,8 @@ impl KcpCache {
     }
 
     /// The agent itself changed the object: remember the API's answer.
-    pub fn write_through(&self, obj: DynamicObject) {
+    pub fn write_through(&self, mut obj: DynamicObject) {
+        slim(&mut obj);
         let Some(key) = key_of(&obj) else { return };
         let mut inner = self.write();
         let Some(url) = inner.routes.get(&key.cluster).cloned() else {
@@ -139,7 +148,8 @@ impl KcpCache {
     }
 
     /// One object of the (re-)list from `url`.
-    pub fn listed(&self, url: &Arc<str>, obj: DynamicObject) {
+    pub fn listed(&self, url: &Arc<str>, mut obj: DynamicObject) {
+        slim(&mut obj);
         if let Some(buf) = self.write().relisting.get_mut(url) {
             buf.push(obj);
         }
@@ -278,7 +288,8 @@ impl<V: kube::Resource> StoreInner<V> {
 
     /// Insert unless the stored object is newer (a write-through that the
     /// watch has not caught up with yet).
-    fn insert(&mut self, v: V, key_of: fn(&V) -> Option<String>) {
+    fn insert(&mut self, mut v: V, key_of: fn(&V) -> Option<String>) {
+        slim(&mut v);
         let oref = object_ref(&v);
         if let Some(old) = self.objects.get(&oref)
             && let (Some(new_rv), Some(old_rv)) = (resource_version(&v), resource_version(&**old))
@@ -517,6 +528,22 @@ mod tests {
         assert!(s.get("a").is_none(), "ambiguous: no single answer");
         s.delete(&obj("a", "one", "2"));
         assert_eq!(s.get("a").unwrap().metadata.name.as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn managed_fields_are_not_cached() {
+        let c = KcpCache::new();
+        let u: Arc<str> = "https://shard-0".into();
+        let mut o = obj("a", "w", "1");
+        o.metadata.managed_fields = Some(vec![Default::default()]);
+        c.apply(&u, o);
+        assert!(
+            c.get(&key("a", "w"))
+                .unwrap()
+                .metadata
+                .managed_fields
+                .is_none()
+        );
     }
 
     #[test]
