@@ -25,6 +25,9 @@ pub struct Health {
 #[derive(Debug, Default)]
 struct State {
     checks: BTreeMap<&'static str, Result<(), String>>,
+    /// When `/readyz` was last asked: probes run only while someone asks
+    /// (or a check fails), so an idle agent sends no probe requests.
+    asked: Option<std::time::Instant>,
     /// Checks not required while this replica waits for the lease.
     leader_only: Vec<&'static str>,
     standby: bool,
@@ -65,6 +68,17 @@ impl Health {
     }
 
     /// Waiting for the leader lease (true) or leading / not electing (false).
+    /// Whether probing `check` is worth a request now: while `/readyz` is
+    /// being asked (kubelet asks every few seconds), and while the check
+    /// fails or has never passed.
+    fn probe_wanted(&self, check: &'static str) -> bool {
+        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let asked = s
+            .asked
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(30));
+        asked || !matches!(s.checks.get(check), Some(Ok(())))
+    }
+
     pub fn set_standby(&self, standby: bool) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).standby = standby;
     }
@@ -72,7 +86,8 @@ impl Health {
     /// Whether the agent is ready, and a report with one line per check in
     /// the style of the Kubernetes API server (`[+]kcp ok`, `[-]sync failed: …`).
     pub fn readiness(&self) -> (bool, String) {
-        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.asked = Some(std::time::Instant::now());
         let mut ready = true;
         let mut report = String::new();
         for (name, result) in &s.checks {
@@ -109,6 +124,12 @@ pub fn spawn_probe<F, Fut>(
 {
     tokio::spawn(async move {
         loop {
+            if !health.probe_wanted(check) {
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(every) => continue,
+                }
+            }
             let result =
                 match tokio::time::timeout(every.max(Duration::from_secs(5)), probe()).await {
                     Ok(r) => r,

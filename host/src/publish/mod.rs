@@ -145,7 +145,10 @@ impl Publisher {
                 backoff.next_delay()
             } else {
                 backoff.reset();
-                Duration::from_secs(30)
+                // Changes wake the loop at once (PublishedResources, CRDs,
+                // the slice, WasmPlugins, failing objects); this only heals
+                // a missed event, so it can be rare.
+                Duration::from_secs(300)
             };
             tokio::select! {
                 _ = cancel.cancelled() => break,
