@@ -12,11 +12,13 @@
 //!   starts; objects/s from the agent's start until every copy exists on the
 //!   service cluster.
 //! - P3 (memory): the agent's VmHWM right after P2.
-//! - P1 (latency): `--latency-objects` more CronTabs created at `--rate`/s;
-//!   each one's time from just before its create request to the moment its
-//!   copy shows up in a watch on the service cluster; p50/p99.
-//! - P4 (steady state): after `--settle` s of rest, the requests the agent
-//!   makes to kcp and to the service cluster over `--window` s, per object.
+//! - P1 (latency): once the agent has gone quiet after P2 (fewer than 20
+//!   requests in 10 s), `--latency-objects` more CronTabs created at
+//!   `--rate`/s; each one's time from just before its create request to the
+//!   moment its copy shows up in a watch on the service cluster; p50/p99.
+//! - P4 (steady state): after `--settle` s of rest and once the agent is
+//!   quiet again, the requests it makes to kcp and to the service cluster
+//!   over `--window` s, per object.
 //!
 //! Every request an agent makes goes through a counting proxy (proxy.rs): kcp
 //! is started with `--shard-virtual-workspace-url` pointing at it, so the
@@ -53,6 +55,7 @@ usage: bench [options]    (normally run by tests/bench/run.sh)
   --agents LIST          which agents, in order (default upstream,syncweave)
   --p2-timeout S         give up waiting for the initial sync after S seconds (default 7200)
   --p1-timeout S         give up waiting for P1 copies S seconds after the last create (default 900)
+  --quiet-timeout S      before P1 and P4, wait at most S seconds for the agent to go quiet (default 600)
   --out FILE             write the figures as JSON (default target/bench/results.json)
 env: SYNCWEAVE_BIN (default target/release/syncweave), UPSTREAM_SYNCAGENT_BIN
      (default $SYNCWEAVE_TOOLS_DIR/api-syncagent), BENCH_AGENT_DEBUG=1 (agents log
@@ -69,6 +72,7 @@ struct Opts {
     agents: Vec<String>,
     p2_timeout: u64,
     p1_timeout: u64,
+    quiet_timeout: u64,
     out: PathBuf,
 }
 
@@ -84,6 +88,7 @@ fn parse_args() -> Result<Opts> {
         agents: vec!["upstream".into(), "syncweave".into()],
         p2_timeout: 7200,
         p1_timeout: 900,
+        quiet_timeout: 600,
         out: repo.join("target/bench/results.json"),
     };
     let mut args = std::env::args().skip(1);
@@ -116,6 +121,7 @@ fn parse_args() -> Result<Opts> {
             "--window" => o.window = num(&v)?,
             "--p2-timeout" => o.p2_timeout = num(&v)?,
             "--p1-timeout" => o.p1_timeout = num(&v)?,
+            "--quiet-timeout" => o.quiet_timeout = num(&v)?,
             "--agents" => {
                 o.agents = v.split(',').map(str::trim).map(String::from).collect();
                 for a in &o.agents {
@@ -337,6 +343,10 @@ struct Figures {
     p1_max_ms: Option<f64>,
     // P4
     p4_objects: usize,
+    /// Seconds the agent took to go quiet after P2 and after P1 (None: it
+    /// did not within --quiet-timeout).
+    quiet_after_p2_seconds: Option<f64>,
+    quiet_after_p1_seconds: Option<f64>,
     p4_window_seconds: u64,
     p4_requests_kcp: u64,
     p4_requests_service: u64,
@@ -568,6 +578,48 @@ async fn create(api: &kube::Api<DynamicObject>, name: &str) -> Result<()> {
     }
 }
 
+/// Requests per 10 s (to kcp and the service cluster together) under which
+/// an agent counts as quiet: syncweave's readiness probes and publishing
+/// pass make about 6.
+const QUIET_REQUESTS_PER_10S: u64 = 20;
+
+/// Wait until the agent makes fewer than [`QUIET_REQUESTS_PER_10S`] requests
+/// in 10 s, at most `timeout` s; the seconds it took, or None.
+async fn wait_until_quiet(
+    agent: &str,
+    proc_: &AgentProcess,
+    kcp_proxy: &Proxy,
+    svc_proxy: &Proxy,
+    timeout: u64,
+) -> Option<f64> {
+    let t0 = Instant::now();
+    let mut last_print = Instant::now();
+    loop {
+        let (k, s) = (kcp_proxy.counter.snapshot(), svc_proxy.counter.snapshot());
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let dk = kcp_proxy.counter.snapshot().since(&k);
+        let ds = svc_proxy.counter.snapshot().since(&s);
+        if dk.total + ds.total < QUIET_REQUESTS_PER_10S || !proc_.is_running() {
+            return Some(t0.elapsed().as_secs_f64());
+        }
+        if t0.elapsed() > Duration::from_secs(timeout) {
+            log(format!(
+                "  {agent} still busy after {timeout}s (--quiet-timeout); going on"
+            ));
+            return None;
+        }
+        if last_print.elapsed() > progress_interval(t0) {
+            last_print = Instant::now();
+            log(format!(
+                "  waiting for {agent} to go quiet: {} requests to kcp [{}], {} to the service cluster in the last 10s",
+                dk.total,
+                dk.top(3),
+                ds.total
+            ));
+        }
+    }
+}
+
 /// Progress every 10 s for two minutes, then every 30 s.
 fn progress_interval(since: Instant) -> Duration {
     if since.elapsed() < Duration::from_secs(120) {
@@ -575,6 +627,11 @@ fn progress_interval(since: Instant) -> Duration {
     } else {
         Duration::from_secs(30)
     }
+}
+
+/// A latency, or "-" when unknown (copies missing after the timeout).
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.0} ms"))
 }
 
 fn mb(kb: Option<u64>) -> String {
@@ -806,7 +863,16 @@ async fn run_agent(
         mb(f.p3_vm_hwm_kb)
     ));
 
-    // 3. P1: create → copy latency, open loop at a fixed rate.
+    // 3. P1: create → copy latency, open loop at a fixed rate, once the
+    //    agent has finished what the initial sync left it to do.
+    f.quiet_after_p2_seconds = wait_until_quiet(
+        agent,
+        &agent_proc,
+        kcp_proxy,
+        &svc_proxy,
+        opts.quiet_timeout,
+    )
+    .await;
     log(format!(
         "P1: creating {} CronTabs at {}/s…",
         opts.latency_objects, opts.rate
@@ -899,13 +965,13 @@ async fn run_agent(
         .copied()
         .filter(|_| lat.len() == opts.latency_objects);
     log(format!(
-        "P1: {}/{} copies, p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        "P1: {}/{} copies, p50 {}, p90 {}, p99 {}, max {}",
         f.p1_seen,
         f.p1_objects,
-        f.p1_p50_ms.unwrap_or(f64::NAN),
-        f.p1_p90_ms.unwrap_or(f64::NAN),
-        f.p1_p99_ms.unwrap_or(f64::NAN),
-        f.p1_max_ms.unwrap_or(f64::NAN)
+        ms(f.p1_p50_ms),
+        ms(f.p1_p90_ms),
+        ms(f.p1_p99_ms),
+        ms(f.p1_max_ms)
     ));
 
     // 4. P4: steady state.
@@ -915,6 +981,14 @@ async fn run_agent(
         opts.settle, opts.window
     ));
     tokio::time::sleep(Duration::from_secs(opts.settle)).await;
+    f.quiet_after_p1_seconds = wait_until_quiet(
+        agent,
+        &agent_proc,
+        kcp_proxy,
+        &svc_proxy,
+        opts.quiet_timeout,
+    )
+    .await;
     let (k0, s0): (Snapshot, Snapshot) =
         (kcp_proxy.counter.snapshot(), svc_proxy.counter.snapshot());
     tokio::time::sleep(Duration::from_secs(opts.window)).await;
@@ -949,10 +1023,10 @@ async fn run_agent(
 
 fn print_figures(f: &Figures) {
     log(format!(
-        "{}: P1 p50 {:.0} ms p99 {:.0} ms | P2 {:.1} objects/s ({}/{} in {:.1}s) | P3 VmHWM {} | P4 {} + {} requests in {}s = {:.4}/object",
+        "{}: P1 p50 {} p99 {} | P2 {:.1} objects/s ({}/{} in {:.1}s) | P3 VmHWM {} | P4 {} + {} requests in {}s = {:.4}/object",
         f.agent,
-        f.p1_p50_ms.unwrap_or(f64::NAN),
-        f.p1_p99_ms.unwrap_or(f64::NAN),
+        ms(f.p1_p50_ms),
+        ms(f.p1_p99_ms),
         f.p2_objects_per_second,
         f.p2_synced,
         f.p2_objects,
