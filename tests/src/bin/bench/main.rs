@@ -424,7 +424,12 @@ fn watch_copies(client: kube::Client) -> Arc<Seen> {
             let now = Instant::now();
             match ev {
                 Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
-                    s.first.lock().unwrap().entry(copy_key(&o)).or_insert(now);
+                    let key = copy_key(&o);
+                    let mut first = s.first.lock().unwrap();
+                    if !first.contains_key(&key) {
+                        trace(&format!("copy seen {key}"));
+                        first.insert(key, now);
+                    }
                 }
                 Ok(watcher::Event::InitDone) => {
                     s.initial_list_done
@@ -617,6 +622,18 @@ async fn wait_until_quiet(
                 ds.total
             ));
         }
+    }
+}
+
+/// With BENCH_PROXY_LOG set, a line on stderr stamped like the proxy's
+/// (µs since the epoch), to put P1's creates and copies on the agents'
+/// request timeline.
+fn trace(what: &str) {
+    if std::env::var_os("BENCH_PROXY_LOG").is_some() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        eprintln!("bench: {} {what}", t.as_micros());
     }
 }
 
@@ -895,6 +912,7 @@ async fn run_agent(
         tasks.spawn(async move {
             tokio::time::sleep_until(at).await;
             sent.lock().unwrap().insert(i, Instant::now());
+            trace(&format!("create {n}"));
             create(&api, &n).await
         });
     }

@@ -184,6 +184,7 @@ async fn forward(
     client: kube::Client,
     counter: Arc<Counter>,
 ) -> Result<Response<Body>, Infallible> {
+    let started = std::time::Instant::now();
     counter.record(classify(req.method(), req.uri()));
     let (mut parts, body) = req.into_parts();
     let body = match body.collect().await {
@@ -217,7 +218,18 @@ async fn forward(
         Err(e) => error(StatusCode::BAD_GATEWAY, e.to_string()),
     };
     if std::env::var_os("BENCH_PROXY_LOG").is_some() {
-        eprintln!("proxy: {method} {uri} -> {}", resp.status());
+        // Wall-clock start (µs since the epoch) and time to the response
+        // headers, to lay one object's requests out on a timeline.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .saturating_sub(started.elapsed());
+        eprintln!(
+            "proxy: {} {method} {uri} -> {} in {:.1} ms",
+            now.as_micros(),
+            resp.status(),
+            started.elapsed().as_secs_f64() * 1000.0
+        );
     }
     Ok(resp)
 }
