@@ -426,9 +426,9 @@ fn watch_copies(client: kube::Client) -> Arc<Seen> {
                 Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
                     let key = copy_key(&o);
                     let mut first = s.first.lock().unwrap();
-                    if !first.contains_key(&key) {
-                        trace(&format!("copy seen {key}"));
-                        first.insert(key, now);
+                    if let std::collections::hash_map::Entry::Vacant(e) = first.entry(key) {
+                        trace(&format!("copy seen {}", e.key()));
+                        e.insert(now);
                     }
                 }
                 Ok(watcher::Event::InitDone) => {
