@@ -32,8 +32,8 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         opts.ca_file_override.as_deref(),
     )
     .await?;
-    let service =
-        Client::try_from(service_cfg).context("--kubeconfig: building service-cluster client")?;
+    let service = crate::metrics::counted_client(service_cfg, "service")
+        .context("--kubeconfig: building service-cluster client")?;
     health::spawn_probe(
         health.clone(),
         CHECK_SERVICE,

@@ -48,6 +48,15 @@ pub struct PluginLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApiRequestLabels {
+    /// `kcp` or `service`.
+    pub server: &'static str,
+    /// `get` (objects and lists), `watch`, `create`, `update`, `patch`,
+    /// `delete` or another HTTP method.
+    pub verb: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CacheLabels {
     /// `compiled` (a miss), `disk` or `memory`.
     pub source: &'static str,
@@ -65,6 +74,7 @@ pub struct Metrics {
     pub plugin_calls: Family<PluginCallLabels, Counter>,
     pub plugin_call_seconds: Family<PluginLabels, Histogram>,
     pub component_loads: Family<CacheLabels, Gauge<i64, AtomicI64>>,
+    pub api_requests: Family<ApiRequestLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -130,6 +140,12 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Plugin components loaded, by where the compiled code came from (compiled = cache miss)",
         component_loads.clone(),
     );
+    let api_requests = Family::<ApiRequestLabels, Counter>::default();
+    registry.register(
+        "syncweave_api_requests",
+        "Requests sent to kcp and the service cluster, by verb (an agent in steady state sends none but watches)",
+        api_requests.clone(),
+    );
     Metrics {
         registry,
         published_resources,
@@ -141,8 +157,47 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         plugin_calls,
         plugin_call_seconds,
         component_loads,
+        api_requests,
     }
 });
+
+/// The verb of a request to a Kubernetes-style API server.
+fn verb(req: &http::Request<kube::client::Body>) -> &'static str {
+    let watch = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
+    match *req.method() {
+        http::Method::GET if watch => "watch",
+        http::Method::GET => "get",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE => "delete",
+        _ => "other",
+    }
+}
+
+/// A client for `cfg` whose requests are counted in
+/// `syncweave_api_requests_total{server}`.
+pub fn counted_client(
+    cfg: kube::Config,
+    server: &'static str,
+) -> Result<kube::Client, kube::Error> {
+    let count = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+        METRICS
+            .api_requests
+            .get_or_create(&ApiRequestLabels {
+                server,
+                verb: verb(&req),
+            })
+            .inc();
+        req
+    });
+    Ok(kube::client::ClientBuilder::try_from(cfg)?
+        .with_layer(&count)
+        .build())
+}
 
 impl Metrics {
     pub fn reconciled(&self, pr: &str, result: &'static str, took: Duration) {
@@ -268,6 +323,38 @@ mod tests {
             "sync_agent_published_resource ",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn requests_are_classified_by_verb() {
+        let req = |m: http::Method, uri: &str| {
+            http::Request::builder()
+                .method(m)
+                .uri(uri)
+                .body(kube::client::Body::empty())
+                .unwrap()
+        };
+        use http::Method;
+        for (m, uri, want) in [
+            (Method::GET, "/api/v1/namespaces/a/secrets/s", "get"),
+            (Method::GET, "/api/v1/secrets?labelSelector=x%3Dy", "get"),
+            (
+                Method::GET,
+                "/api/v1/secrets?watch=true&resourceVersion=5",
+                "watch",
+            ),
+            (
+                Method::GET,
+                "/apis/x/v1/w?allowWatchBookmarks=true&watch=1",
+                "watch",
+            ),
+            (Method::POST, "/api/v1/namespaces/a/secrets", "create"),
+            (Method::PUT, "/api/v1/namespaces/a/secrets/s", "update"),
+            (Method::PATCH, "/api/v1/namespaces/a/secrets/s", "patch"),
+            (Method::DELETE, "/api/v1/namespaces/a/secrets/s", "delete"),
+        ] {
+            assert_eq!(verb(&req(m, uri)), want, "{uri}");
         }
     }
 }

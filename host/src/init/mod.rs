@@ -172,7 +172,8 @@ fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
     cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
         InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
     })?;
-    Client::try_from(cfg).map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
+    crate::metrics::counted_client(cfg, "kcp")
+        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
 }
 
 struct Running {

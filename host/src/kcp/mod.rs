@@ -249,5 +249,5 @@ fn replace_if_changed(cur: &mut Vec<String>, new: &[String]) -> bool {
 }
 
 fn client_for(cfg: &Config) -> Result<Client, KcpError> {
-    Client::try_from(cfg.clone()).map_err(kube_err("building kcp client"))
+    crate::metrics::counted_client(cfg.clone(), "kcp").map_err(kube_err("building kcp client"))
 }
