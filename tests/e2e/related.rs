@@ -1408,3 +1408,151 @@ spec:
         r#"{"namespace":"default","name":"db-widget","apiVersion":"example.com/v1","kind":"Note"}"#
     );
 }
+
+/// Non-watch requests the agent has sent so far, by server and verb, from
+/// its `syncweave_api_requests_total` metric.
+async fn requests_sent(metrics_port: u16) -> BTreeMap<String, u64> {
+    let (_, body) = http_get(metrics_port, "/metrics").await.expect("/metrics");
+    body.lines()
+        .filter_map(|l| l.strip_prefix("syncweave_api_requests_total{"))
+        .filter_map(|l| l.split_once("} "))
+        .filter(|(labels, _)| !labels.contains("verb=\"watch\""))
+        .map(|(labels, n)| (labels.to_string(), n.trim().parse().unwrap_or(0)))
+        .collect()
+}
+
+fn reconciles(body: &str) -> u64 {
+    body.lines()
+        .filter(|l| l.starts_with("syncweave_reconciles_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+/// Item 1 of the controller core: once a primary and its related objects
+/// (service → kcp and kcp → service) are in sync, the agent keeps checking
+/// them from its caches (a periodic check every 30 s) without sending a
+/// single request other than its open watches; the agent's own request
+/// counter shows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn related_objects_in_sync_are_checked_from_caches() {
+    let mut env = Env::prepare("related-cached", crate::binary()).await;
+    let metrics = free_port();
+    env.start_agent(&[&format!("--metrics-address=127.0.0.1:{metrics}")]);
+    env.publish_yaml(RELATED_PR).await;
+    wait_export_claims(&env).await;
+    let (consumer, client) = env
+        .consumer_accepting(
+            "consumer",
+            &[
+                ("", "events"),
+                ("", "secrets"),
+                ("", "configmaps"),
+                ("", "namespaces"),
+            ],
+        )
+        .await;
+    let local_ns = consumer.cluster.clone();
+    let local_name = default_copy_name("default", "db");
+    let kcp_cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let data = |k: &str, v: &str| Some(BTreeMap::from([(k.to_string(), v.to_string())]));
+    let cm = |name: &str| ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        data: data("k", "v"),
+        ..Default::default()
+    };
+    kcp_cms
+        .create(&PostParams::default(), &cm("db-config"))
+        .await
+        .unwrap();
+    kcp_crontabs_create(&client, "db").await;
+    let local_crontabs = crontabs(&env.service_client, &local_ns);
+    eventually("the copy on the service cluster", WAIT, || async {
+        get_opt(&local_crontabs, &local_name).await
+    })
+    .await;
+    let svc_secrets: Api<Secret> = Api::namespaced(env.service_client.clone(), &local_ns);
+    svc_secrets
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(format!("{local_name}-creds")),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([(
+                    "password".to_string(),
+                    ByteString(b"s3cret".to_vec()),
+                )])),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let svc_cms: Api<ConfigMap> = Api::namespaced(env.service_client.clone(), &local_ns);
+    svc_cms
+        .create(&PostParams::default(), &cm(&format!("{local_name}-extra")))
+        .await
+        .unwrap();
+    let kcp_secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    eventually("every related copy", WAIT, || async {
+        let up = kcp_secrets
+            .get_opt("db-creds")
+            .await
+            .map_err(|e| e.to_string())?;
+        let extra = kcp_cms
+            .get_opt("db-extra")
+            .await
+            .map_err(|e| e.to_string())?;
+        let down = svc_cms
+            .get_opt(&format!("{local_name}-config"))
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((up.is_some() && extra.is_some() && down.is_some()).then_some(()))
+    })
+    .await;
+
+    // Settled: no request for 10 s in a row (the last writes, Events).
+    let mut last = requests_sent(metrics).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let now = requests_sent(metrics).await;
+        if now == last {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent kept sending requests: {now:?}"
+        );
+        last = now;
+    }
+    let (_, body) = http_get(metrics, "/metrics").await.unwrap();
+    let checks_before = reconciles(&body);
+
+    // Longer than the 30 s periodic check: every object is checked again.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let (_, body) = http_get(metrics, "/metrics").await.unwrap();
+    assert!(
+        reconciles(&body) > checks_before,
+        "the periodic check ran during the window"
+    );
+    let after = requests_sent(metrics).await;
+    let sent: Vec<String> = after
+        .iter()
+        .filter_map(|(k, n)| {
+            let d = n - last.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| format!("{k}: {d}"))
+        })
+        .collect();
+    assert!(
+        sent.is_empty(),
+        "in steady state the agent sent requests: {sent:?}\n{}",
+        env.agent
+            .as_ref()
+            .map(|a| a.log_tail(60))
+            .unwrap_or_default()
+    );
+}

@@ -466,6 +466,7 @@ impl Publisher {
             paths: Default::default(),
             failures: Failures::new(self.wake.clone()),
             related_kinds: Default::default(),
+            related_caches: Default::default(),
         };
         let ctx = Arc::new(ctx);
         let cancel = CancellationToken::new();

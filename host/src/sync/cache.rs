@@ -226,6 +226,26 @@ impl KcpCache {
         self.read().routes.get(cluster).cloned()
     }
 
+    /// Every cached object of `cluster` that `keep` accepts.
+    pub fn list(
+        &self,
+        cluster: &str,
+        keep: impl Fn(&ObjectKey, &DynamicObject) -> bool,
+    ) -> Vec<Arc<DynamicObject>> {
+        self.read()
+            .objects
+            .iter()
+            .filter(|(k, e)| k.cluster == cluster && keep(k, &e.obj))
+            .map(|(_, e)| e.obj.clone())
+            .collect()
+    }
+
+    /// The agent deleted the object: forget it now rather than when the
+    /// watch says so, so the next reconcile does not delete it again.
+    pub fn forget(&self, key: &ObjectKey) {
+        self.write().objects.remove(key);
+    }
+
     /// Whether the initial list of every URL in `urls` has completed.
     pub fn synced(&self, urls: &[String]) -> bool {
         let inner = self.read();
@@ -384,6 +404,32 @@ impl<V: kube::Resource> Store<V> {
             .collect()
     }
 
+    /// The object `namespace/name` (an empty namespace for cluster-scoped
+    /// objects), whatever its lookup key.
+    pub fn get_ref(&self, namespace: &str, name: &str) -> Option<Arc<V>> {
+        self.read()
+            .objects
+            .get(&format!("{namespace}/{name}"))
+            .cloned()
+    }
+
+    /// Every object that `keep` accepts.
+    pub fn list(&self, keep: impl Fn(&V) -> bool) -> Vec<Arc<V>> {
+        self.read()
+            .objects
+            .values()
+            .filter(|v| keep(v))
+            .cloned()
+            .collect()
+    }
+
+    /// The agent deleted `namespace/name`: forget it now rather than when
+    /// the watch says so.
+    pub fn forget(&self, namespace: &str, name: &str) {
+        self.write()
+            .remove(&format!("{namespace}/{name}"), self.key_of);
+    }
+
     /// Whether the first list has completed (before that, callers read
     /// from the API instead).
     pub fn synced(&self) -> bool {
@@ -528,6 +574,36 @@ mod tests {
         assert!(s.get("a").is_none(), "ambiguous: no single answer");
         s.delete(&obj("a", "one", "2"));
         assert_eq!(s.get("a").unwrap().metadata.name.as_deref(), Some("two"));
+    }
+
+    #[test]
+    fn lookups_by_workspace_and_by_name_and_forgetting() {
+        let c = KcpCache::new();
+        let u: Arc<str> = "https://shard-0".into();
+        c.apply(&u, obj("a", "x", "1"));
+        c.apply(&u, obj("a", "y", "1"));
+        c.apply(&u, obj("b", "x", "1"));
+        let mut names: Vec<String> = c
+            .list("a", |_, _| true)
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["x", "y"], "only workspace a's objects");
+        assert_eq!(c.list("a", |k, _| k.name == "y").len(), 1);
+        c.forget(&key("a", "x"));
+        assert!(c.get(&key("a", "x")).is_none());
+        assert!(c.get(&key("b", "x")).is_some(), "same name elsewhere kept");
+
+        let s: Arc<Store<DynamicObject>> = Store::new(|o| o.metadata.namespace.clone());
+        s.apply(obj("a", "x", "1"));
+        assert!(s.get_ref("default", "x").is_some());
+        assert!(s.get_ref("other", "x").is_none());
+        assert_eq!(s.get_all("default").len(), 1, "indexed by namespace");
+        assert_eq!(s.list(|o| o.metadata.name.as_deref() == Some("x")).len(), 1);
+        s.forget("default", "x");
+        assert!(s.get_ref("default", "x").is_none());
+        assert!(s.get_all("default").is_empty());
     }
 
     #[test]

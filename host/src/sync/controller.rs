@@ -105,19 +105,15 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     tasks.spawn(follow_shards(ctx.clone(), queue.clone()));
     tasks.spawn(local_watch);
     tasks.spawn(state_watch);
-    // Service-side related objects with `watch` enqueue their primary when
-    // they change (kcp-side ones are watched per shard).
-    for r in ctx
-        .plugins()
-        .related
-        .iter()
-        .filter(|r| r.spec.watch.is_some() && r.is_service())
-    {
-        tasks.spawn(super::related::watch(
+    // Related objects on the service cluster, cached (kcp-side ones are
+    // watched per shard); with `watch`, a change enqueues the primary.
+    for gvr in super::related_cache::kinds(&ctx, true) {
+        tasks.spawn(super::related_cache::watch(
             ctx.clone(),
-            r.index,
-            queue.clone(),
+            true,
+            gvr,
             None,
+            queue.clone(),
         ));
     }
     // After a plugin swap every object is checked again with the new code.
@@ -286,6 +282,7 @@ async fn follow_shards(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) 
         for url in gone {
             shards.remove(&url);
             let dropped = ctx.cache.forget_url(&url);
+            ctx.related_caches.forget_url(&url);
             info!(published_resource = %ctx.published_resource, %url, objects = dropped.len(), "shard left the endpoint slice; stopped watching it");
         }
         for url in urls {
@@ -296,17 +293,13 @@ async fn follow_shards(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) 
             let url: Arc<str> = url.into();
             let mut set = JoinSet::new();
             set.spawn(kcp_watch(ctx.clone(), url.clone(), queue.clone()));
-            for r in ctx
-                .plugins()
-                .related
-                .iter()
-                .filter(|r| r.spec.watch.is_some() && !r.is_service())
-            {
-                set.spawn(super::related::watch(
+            for gvr in super::related_cache::kinds(&ctx, false) {
+                set.spawn(super::related_cache::watch(
                     ctx.clone(),
-                    r.index,
-                    queue.clone(),
+                    false,
+                    gvr,
                     Some(url.clone()),
+                    queue.clone(),
                 ));
             }
             shards.insert(url.to_string(), set);
@@ -396,7 +389,12 @@ pub(super) async fn watch_loop<K, F>(
                 let retry_in = backoff.next_delay();
                 if is_forbidden(&e) {
                     // Until the RBAC is fixed, readers fall back to the API.
-                    error!(side, error = %e, ?retry_in, "the agent may not list/watch these objects: grant list and watch as docs/rbac.md lists; reading them one by one meanwhile");
+                    let fix = if side == "kcp" {
+                        "check the APIExport's permission claims and the agent's kcp RBAC (docs/rbac.md)"
+                    } else {
+                        "grant list and watch as docs/rbac.md lists"
+                    };
+                    error!(side, error = %e, ?retry_in, fix, "the agent may not list/watch these objects; reading them one by one meanwhile");
                 } else {
                     warn!(side, error = %e, ?retry_in, "watch failed; retrying");
                 }

@@ -5,7 +5,8 @@
 //! by the [`syncer`], which names the copy ([`naming`]), strips kcp-only
 //! metadata ([`strip`]), applies it to the service cluster with a three-way
 //! merge against the last state ([`state`], [`patch`]), and copies status
-//! back up. Related objects (`spec.related`) follow the primary ([`related`]).
+//! back up. Related objects (`spec.related`) follow the primary ([`related`]),
+//! read from their own caches ([`related_cache`]).
 
 pub mod cache;
 pub mod controller;
@@ -16,6 +17,7 @@ pub mod naming;
 pub mod patch;
 pub mod queue;
 pub mod related;
+pub mod related_cache;
 pub mod state;
 pub mod strip;
 pub mod syncer;

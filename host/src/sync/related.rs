@@ -11,17 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{StreamExt, TryStreamExt};
 use kube::Client;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-};
-use kube::runtime::watcher;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
 use super::labels::FINALIZER;
-use super::queue::WorkQueue;
+use super::related_cache::SideApi;
 use super::strip::strip_metadata;
 use super::syncer::{Mutator, Origin, Outcome, SyncContext, SyncError};
 use super::{ObjectKey, patch};
@@ -452,22 +448,6 @@ impl Primaries<'_> {
 // ---------------------------------------------------------------------------
 // Syncing.
 
-/// One side of a related resource: a client and the resource on it.
-struct SideApi {
-    client: Client,
-    ar: ApiResource,
-}
-
-impl SideApi {
-    fn api(&self, ns: &str) -> Api<DynamicObject> {
-        if ns.is_empty() {
-            Api::all_with(self.client.clone(), &self.ar)
-        } else {
-            Api::namespaced_with(self.client.clone(), ns, &self.ar)
-        }
-    }
-}
-
 /// A found original and where its copy goes.
 struct Resolved {
     original: DynamicObject,
@@ -477,7 +457,7 @@ struct Resolved {
 
 /// Look up the kind of `group/version/resource` through discovery
 /// (`plural` is the URL segment).
-async fn api_resource(
+pub(super) async fn api_resource(
     client: &Client,
     field: &str,
     (group, version, resource): (String, String, String),
@@ -583,6 +563,7 @@ impl SyncContext {
             .unwrap_or_else(|e| e.into_inner())
             .get(&cache_key)
             .cloned();
+        let cache = self.side_cache(service_side, &gvr, &key.cluster);
         let ar = match cached {
             Some(ar) => ar,
             None => {
@@ -594,7 +575,7 @@ impl SyncContext {
                 ar
             }
         };
-        Ok(SideApi { client, ar })
+        Ok(SideApi { client, ar, cache })
     }
 
     async fn process_one(
@@ -724,8 +705,7 @@ impl SyncContext {
                 .await?;
             for (origin_name, dest_name) in names {
                 let got = origin_api
-                    .api(&origin_ns)
-                    .get_opt(&origin_name)
+                    .get(&origin_ns, &origin_name)
                     .await
                     .map_err(|source| RelatedError::Kube {
                         field: field.into(),
@@ -789,11 +769,9 @@ impl SyncContext {
             .template_label_selector(templates, sel)
             .await
             .map_err(|e| config_err(field, format!("selector: {e}")))?;
-        let lp = ListParams::default().labels(&labels);
         let found: Vec<(String, Option<Value>)> = match objects {
             Some((api, ns)) => api
-                .api(ns)
-                .list(&lp)
+                .list(ns, &labels)
                 .await
                 .map_err(|source| RelatedError::Kube {
                     field: field.into(),
@@ -801,34 +779,29 @@ impl SyncContext {
                     what: format!("{} in namespace {ns} with labels {labels:?}", api.ar.plural),
                     source,
                 })?
-                .items
                 .into_iter()
                 .map(|o| {
                     let v = serde_json::to_value(&o).ok();
                     (o.metadata.name.unwrap_or_default(), v)
                 })
                 .collect(),
-            None => {
-                let client = match prim.origin_side {
-                    RelatedResourceOrigin::Service => self.service.clone(),
-                    RelatedResourceOrigin::Kcp => self
-                        .kcp_client(prim.cluster)
-                        .map_err(|e| config_err(field, e.to_string()))?,
-                };
-                let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
-                api.list(&lp)
-                    .await
-                    .map_err(|source| RelatedError::Kube {
-                        field: field.into(),
-                        action: "listing",
-                        what: format!("namespaces with labels {labels:?}"),
-                        source,
-                    })?
-                    .items
-                    .into_iter()
-                    .map(|n| (n.metadata.name.unwrap_or_default(), None))
-                    .collect()
-            }
+            None => self
+                .namespaces_api(
+                    prim.origin_side == RelatedResourceOrigin::Service,
+                    prim.cluster,
+                )
+                .map_err(|e| config_err(field, e.to_string()))?
+                .list("", &labels)
+                .await
+                .map_err(|source| RelatedError::Kube {
+                    field: field.into(),
+                    action: "listing",
+                    what: format!("namespaces with labels {labels:?}"),
+                    source,
+                })?
+                .into_iter()
+                .map(|n| (n.metadata.name.unwrap_or_default(), None))
+                .collect(),
         };
         let mut out = Vec::new();
         for (name, obj) in found {
@@ -868,8 +841,8 @@ impl SyncContext {
         };
         let dest = dest_api.api(&res.dest_namespace);
         let dest_what = format!("{}/{}", res.dest_namespace, res.dest_name);
-        let existing = dest
-            .get_opt(&res.dest_name)
+        let existing = dest_api
+            .get(&res.dest_namespace, &res.dest_name)
             .await
             .map_err(kerr("reading the copy", dest_what.clone()))?;
         let orig_finalizers = res.original.metadata.finalizers.clone().unwrap_or_default();
@@ -880,7 +853,8 @@ impl SyncContext {
         if force_delete || (!service && orig_deleting) {
             if let Some(e) = &existing {
                 if e.metadata.deletion_timestamp.is_none() {
-                    dest.delete(&res.dest_name, &DeleteParams::background())
+                    dest_api
+                        .delete(&res.dest_namespace, &res.dest_name)
                         .await
                         .map_err(kerr("deleting the copy", dest_what.clone()))?;
                     info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "deleted related copy");
@@ -891,7 +865,7 @@ impl SyncContext {
                 let kept: Vec<&String> =
                     orig_finalizers.iter().filter(|f| *f != FINALIZER).collect();
                 let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": res.original.metadata.resource_version}});
-                origin_api
+                let released = origin_api
                     .api(&orig_ns)
                     .patch(&orig_name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
@@ -899,6 +873,7 @@ impl SyncContext {
                         "releasing the finalizer of",
                         format!("{orig_ns}/{orig_name}"),
                     ))?;
+                origin_api.remember(released);
             }
             return Ok(false);
         }
@@ -907,7 +882,7 @@ impl SyncContext {
             let mut f = orig_finalizers.clone();
             f.push(FINALIZER.to_string());
             let patch = json!({"metadata": {"finalizers": f, "resourceVersion": res.original.metadata.resource_version}});
-            origin_api
+            let held = origin_api
                 .api(&orig_ns)
                 .patch(&orig_name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
@@ -915,6 +890,7 @@ impl SyncContext {
                     "adding the finalizer to",
                     format!("{orig_ns}/{orig_name}"),
                 ))?;
+            origin_api.remember(held);
             return Ok(true);
         }
 
@@ -1008,9 +984,17 @@ impl SyncContext {
                 let obj: DynamicObject = serde_json::from_value(desired).map_err(|e| {
                     config_err(&field, format!("the copy is not a valid object: {e}"))
                 })?;
-                dest.create(&PostParams::default(), &obj)
-                    .await
-                    .map_err(kerr("creating the copy", dest_what.clone()))?;
+                let created = match dest.create(&PostParams::default(), &obj).await {
+                    Ok(c) => c,
+                    // The cache has not seen the copy yet (it trails the
+                    // API by a watch event): check again shortly.
+                    Err(kube::Error::Api(s)) if s.code == 409 && dest_api.cached() => {
+                        debug!(key = %p.key, copy = %dest_what, "related copy exists but is not cached yet");
+                        return Ok(true);
+                    }
+                    Err(e) => return Err(kerr("creating the copy", dest_what.clone())(e)),
+                };
+                dest_api.remember(created);
                 info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "created related copy");
                 changed = true;
             }
@@ -1032,13 +1016,15 @@ impl SyncContext {
                         if let Some(patch) =
                             patch.filter(|p| p.as_object().is_some_and(|m| !m.is_empty()))
                         {
-                            dest.patch(
-                                &res.dest_name,
-                                &PatchParams::default(),
-                                &Patch::Merge(&patch),
-                            )
-                            .await
-                            .map_err(kerr("patching the copy", dest_what.clone()))?;
+                            let patched = dest
+                                .patch(
+                                    &res.dest_name,
+                                    &PatchParams::default(),
+                                    &Patch::Merge(&patch),
+                                )
+                                .await
+                                .map_err(kerr("patching the copy", dest_what.clone()))?;
+                            dest_api.remember(patched);
                             info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "updated related copy");
                             changed = true;
                         }
@@ -1068,9 +1054,11 @@ impl SyncContext {
                         let obj: DynamicObject = serde_json::from_value(obj).map_err(|e| {
                             config_err(&field, format!("the copy is not a valid object: {e}"))
                         })?;
-                        dest.replace(&res.dest_name, &PostParams::default(), &obj)
+                        let replaced = dest
+                            .replace(&res.dest_name, &PostParams::default(), &obj)
                             .await
                             .map_err(kerr("updating the copy", dest_what.clone()))?;
+                        dest_api.remember(replaced);
                         changed = true;
                     }
                 }
@@ -1089,7 +1077,8 @@ impl SyncContext {
                 .forward_status(
                     p,
                     r,
-                    &dest,
+                    dest_api,
+                    &res.dest_namespace,
                     &res.dest_name,
                     &dest_what,
                     &original,
@@ -1110,7 +1099,8 @@ impl SyncContext {
         &self,
         p: &PrimaryPair<'_>,
         r: &Related,
-        dest: &Api<DynamicObject>,
+        dest_api: &SideApi,
+        dest_ns: &str,
         dest_name: &str,
         dest_what: &str,
         original: &Value,
@@ -1126,8 +1116,8 @@ impl SyncContext {
                 source,
             }
         };
-        let Some(current) = dest
-            .get_opt(dest_name)
+        let Some(current) = dest_api
+            .get(dest_ns, dest_name)
             .await
             .map_err(kerr("reading the copy"))?
         else {
@@ -1141,11 +1131,13 @@ impl SyncContext {
         cur["status"] = status;
         let obj: DynamicObject = serde_json::from_value(cur.clone())
             .map_err(|e| config_err(&field, format!("the copy is not a valid object: {e}")))?;
-        match dest
+        match dest_api
+            .api(dest_ns)
             .replace_status(dest_name, &PostParams::default(), &obj)
             .await
         {
-            Ok(_) => {
+            Ok(updated) => {
+                dest_api.remember(updated);
                 debug!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "forwarded status of related object");
                 Ok(true)
             }
@@ -1200,181 +1192,6 @@ async fn ensure_kcp_namespace(client: &Client, ns: &str) -> Result<(), kube::Err
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-// ---------------------------------------------------------------------------
-// Watches: enqueue the primary when a related original changes.
-
-/// Watch the originals of related resources with `watch` set and enqueue
-/// the primaries they belong to. Runs until the stream ends. kcp-side
-/// originals are watched through one shard's virtual workspace (`kcp_url`);
-/// there is one such watch per shard.
-pub async fn watch(
-    ctx: Arc<SyncContext>,
-    index: usize,
-    queue: Arc<WorkQueue<ObjectKey>>,
-    kcp_url: Option<Arc<str>>,
-) {
-    let plugins = ctx.plugins();
-    let Some(r) = plugins.related.iter().find(|r| r.index == index) else {
-        return;
-    };
-    let Some(w) = r.spec.watch.clone() else {
-        return;
-    };
-    let service = r.is_service();
-    let (group, version, resource) = origin_gvr(&r.spec);
-    // Plain resource names in the virtual workspace, as in `side_api`.
-    let plural = resource.clone();
-    let client = match (service, &kcp_url) {
-        (true, _) => ctx.service.clone(),
-        (false, None) => return,
-        (false, Some(url)) => match ctx.kcp.vw_client(url, "*") {
-            Ok(c) => c,
-            Err(e) => {
-                warn!(field = %r.field(), error = %e, "cannot watch related objects");
-                return;
-            }
-        },
-    };
-    let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
-    let ar = loop {
-        match api_resource(
-            &client,
-            &r.field(),
-            (group.clone(), version.clone(), resource.clone()),
-            plural.clone(),
-        )
-        .await
-        {
-            Ok(ar) => break ar,
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                warn!(field = %r.field(), error = %e, ?retry_in, "cannot watch related objects yet");
-                tokio::time::sleep(retry_in).await;
-            }
-        }
-    };
-    let selector = match &w.by_selector {
-        Some(sel) => match crate::publish::label_selector_string(sel) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                warn!(field = %r.field(), error = %e, "invalid watch.bySelector");
-                return;
-            }
-        },
-        None => None,
-    };
-    info!(field = %r.field(), resource = %ar.plural, side = if service { "service" } else { "kcp" }, "watching related objects");
-    let api: Api<DynamicObject> = Api::all_with(client, &ar);
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
-    loop {
-        match stream.try_next().await {
-            Ok(Some(ev)) => {
-                backoff.reset();
-                let obj = match ev {
-                    watcher::Event::Apply(o) | watcher::Event::Delete(o) => o,
-                    // The initial list: the periodic resync covers it.
-                    _ => continue,
-                };
-                if let (Some(url), Some(cluster)) = (
-                    &kcp_url,
-                    obj.metadata
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get(crate::apis::kcp::CLUSTER_ANNOTATION)),
-                ) {
-                    ctx.cache.route_seen(cluster, url);
-                }
-                for key in primaries_of(&ctx, service, &obj, selector.as_deref()).await {
-                    debug!(key = %key, field = %r.field(), "related object changed");
-                    queue.add(key);
-                }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                warn!(field = %r.field(), error = %e, ?retry_in, "related watch failed; retrying");
-                tokio::time::sleep(retry_in).await;
-            }
-        }
-    }
-}
-
-/// The kcp primaries a changed related object belongs to.
-async fn primaries_of(
-    ctx: &SyncContext,
-    service: bool,
-    obj: &DynamicObject,
-    selector: Option<&str>,
-) -> Vec<ObjectKey> {
-    let ns = obj.metadata.namespace.clone();
-    let cluster = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(crate::apis::kcp::CLUSTER_ANNOTATION))
-        .cloned()
-        .unwrap_or_default();
-    let primary = if service {
-        &ctx.local.ar
-    } else {
-        &ctx.remote.ar
-    };
-    let client = if service {
-        Some(ctx.service.clone())
-    } else {
-        ctx.kcp_client(&cluster).ok()
-    };
-    let Some(client) = client else { return vec![] };
-    let mut found: Vec<DynamicObject> = Vec::new();
-    match selector {
-        None => {
-            for owner in obj.metadata.owner_references.iter().flatten() {
-                if owner.api_version != primary.api_version || owner.kind != primary.kind {
-                    continue;
-                }
-                if !service {
-                    return vec![ObjectKey {
-                        cluster,
-                        namespace: ns,
-                        name: owner.name.clone(),
-                    }];
-                }
-                let api: Api<DynamicObject> = match &ns {
-                    Some(n) => Api::namespaced_with(client.clone(), n, primary),
-                    None => Api::all_with(client.clone(), primary),
-                };
-                if let Ok(Some(p)) = api.get_opt(&owner.name).await {
-                    found.push(p);
-                }
-                break;
-            }
-        }
-        Some(sel) => {
-            let api: Api<DynamicObject> = Api::all_with(client, primary);
-            match api.list(&ListParams::default().labels(sel)).await {
-                Ok(list) => found = list.items,
-                Err(e) => {
-                    warn!(error = %e, selector = sel, "cannot list primaries for watch.bySelector")
-                }
-            }
-        }
-    }
-    found
-        .iter()
-        .filter_map(|p| {
-            if service {
-                super::controller::local_key(p)
-            } else {
-                Some(ObjectKey {
-                    cluster: cluster.clone(),
-                    namespace: p.metadata.namespace.clone(),
-                    name: p.metadata.name.clone()?,
-                })
-            }
-        })
-        .collect()
 }
 
 /// Build the related resources of a PublishedResource: their mutation

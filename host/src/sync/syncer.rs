@@ -124,6 +124,8 @@ pub struct SyncContext {
     pub failures: Arc<Failures>,
     /// Discovered kinds of related resources, by side and GVR.
     pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
+    /// Related objects on both sides, by kind.
+    pub related_caches: super::related_cache::RelatedCaches,
 }
 
 /// The parts of a sync that run plugin code.
@@ -366,7 +368,11 @@ impl SyncContext {
             }
         }
         // Not in the cache: a new object, or a copy without this agent's
-        // label (made by an earlier agent); ask the API.
+        // label (made by an earlier agent); ask the API. From its watch
+        // cache (resourceVersion 0): a quorum LIST by label scans every
+        // object of the kind in etcd, once per new object. A copy made a
+        // moment ago that this misses makes the create fail with
+        // AlreadyExists, which adopts it.
         let selector = self
             .identity_labels(key)
             .iter()
@@ -375,7 +381,7 @@ impl SyncContext {
             .join(",");
         let list = self
             .local_api(None)
-            .list(&ListParams::default().labels(&selector).limit(2))
+            .list(&ListParams::default().labels(&selector).limit(2).match_any())
             .await
             .map_err(kerr("listing", format!("service copies of {key}")))?;
         match list.items.len() {
@@ -531,15 +537,20 @@ impl SyncContext {
         let (Some(filter), Some(ns)) = (&self.namespace_filter, &key.namespace) else {
             return Ok(true);
         };
-        let client = self.kcp_client(&key.cluster)?;
-        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
-        let namespace = namespaces.get(ns).await.map_err(|source| SyncError::Kube {
+        let namespaces = self.namespaces_api(false, &key.cluster)?;
+        let err = |source| SyncError::Kube {
             action: "reading the Namespace (for spec.filter.namespace) of",
             what: format!(
                 "{key}; the consumer's APIBinding must accept the `namespaces` permission claim"
             ),
             source,
-        })?;
+        };
+        // A Namespace the cache has not seen yet (its watch event may trail
+        // the object's) is read from the API.
+        let namespace = match namespaces.get("", ns).await.map_err(err)? {
+            Some(n) => n,
+            None => namespaces.api("").get(ns).await.map_err(err)?,
+        };
         Ok(filter.matches(&namespace.metadata.labels.unwrap_or_default()))
     }
 
