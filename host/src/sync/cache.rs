@@ -1,23 +1,78 @@
-//! The kcp-side informer cache of one sync controller: every object of the
-//! published resource in every bound workspace, across all virtual-workspace
-//! URLs (shards) of the endpoint slice, keyed by (logical cluster, namespace,
-//! name). Reconciles read from here; writes go to the API and are written
-//! through, so the next reconcile does not act on what it just changed.
+//! The informer caches of one sync controller.
 //!
-//! kube-runtime's reflector store is not used: it keys by (namespace, name),
-//! so same-named objects of two workspaces would overwrite each other.
+//! [`KcpCache`]: every object of the published resource in every bound
+//! workspace, across all virtual-workspace URLs (shards) of the endpoint
+//! slice, keyed by (logical cluster, namespace, name). kube-runtime's
+//! reflector store is not used: it keys by (namespace, name), so same-named
+//! objects of two workspaces would overwrite each other. The cache also knows
+//! which URL serves each logical cluster: on a sharded kcp, a workspace is
+//! only reachable through its own shard's virtual workspace.
 //!
-//! The cache also knows which URL serves each logical cluster: on a sharded
-//! kcp, a workspace is only reachable through its own shard's virtual
-//! workspace.
+//! [`Store`]: the objects of one service-cluster watch, indexed by a lookup
+//! key.
+//!
+//! Reconciles read from here; writes go to the API and are written through,
+//! so the next reconcile does not act on what it just changed.
+//!
+//! Objects are kept serialized ([`Packed`]): a small Kubernetes object
+//! decoded into a tree costs several times its JSON size (every JSON object
+//! and label map is a B-tree node of eleven slots), and with 10 000 objects
+//! the kcp objects, their copies and their state Secrets are most of the
+//! agent's memory. A read decodes the one object it needs (microseconds).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use kube::api::DynamicObject;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::ObjectKey;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
+
+/// One cached object: its JSON and its resource version.
+struct Packed {
+    json: Box<[u8]>,
+    rv: Option<u64>,
+}
+
+impl Packed {
+    /// Pack `v` without its managedFields (often the largest part of an
+    /// object, never read by the syncer; an update without them keeps the
+    /// server's).
+    fn pack<V: kube::Resource + Serialize>(mut v: V) -> Option<Packed> {
+        v.meta_mut().managed_fields = None;
+        let rv = resource_version(&v);
+        match serde_json::to_vec(&v) {
+            Ok(json) => Some(Packed {
+                json: json.into_boxed_slice(),
+                rv,
+            }),
+            Err(e) => {
+                // Cannot happen for objects that came as JSON; not caching
+                // one makes its reads go to the API.
+                tracing::warn!(error = %e, "cannot cache an object");
+                None
+            }
+        }
+    }
+
+    fn unpack<V: DeserializeOwned>(&self) -> Option<Arc<V>> {
+        serde_json::from_slice(&self.json).ok().map(Arc::new)
+    }
+
+    /// Whether `rv` is older than this (both from the same server).
+    /// Resource versions are opaque to clients, but kcp's and
+    /// kube-apiserver's are etcd revisions; when either does not parse, the
+    /// incoming object wins.
+    fn newer_than(&self, rv: Option<u64>) -> bool {
+        matches!((rv, self.rv), (Some(a), Some(b)) if a < b)
+    }
+}
+
+fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
+    v.meta().resource_version.as_deref()?.parse().ok()
+}
 
 #[derive(Default)]
 pub struct KcpCache {
@@ -32,11 +87,11 @@ struct Inner {
     /// URLs whose initial list has completed.
     synced: HashSet<Arc<str>>,
     /// Objects of a re-list in progress, by URL.
-    relisting: HashMap<Arc<str>, Vec<DynamicObject>>,
+    relisting: HashMap<Arc<str>, Vec<(ObjectKey, Packed)>>,
 }
 
 struct Entry {
-    obj: Arc<DynamicObject>,
+    obj: Packed,
     url: Arc<str>,
 }
 
@@ -55,26 +110,6 @@ pub fn key_of(obj: &DynamicObject) -> Option<ObjectKey> {
     })
 }
 
-/// Drop `metadata.managedFields` before caching: often the largest part of
-/// an object, and never read by the syncer (an update without it keeps the
-/// server's).
-fn slim<V: kube::Resource>(v: &mut V) {
-    v.meta_mut().managed_fields = None;
-}
-
-/// Whether `incoming` is older than `stored` (both from the same shard).
-/// Resource versions are opaque to clients, but kcp's are etcd revisions;
-/// when either does not parse, the incoming object wins.
-fn older(incoming: &DynamicObject, stored: &DynamicObject) -> bool {
-    let rv = |o: &DynamicObject| {
-        o.metadata
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    matches!((rv(incoming), rv(stored)), (Some(a), Some(b)) if a < b)
-}
-
 impl KcpCache {
     pub fn new() -> Arc<Self> {
         Arc::default()
@@ -89,47 +124,52 @@ impl KcpCache {
     }
 
     /// A watch event added or changed `obj` (served by `url`).
-    pub fn apply(&self, url: &Arc<str>, mut obj: DynamicObject) -> Option<ObjectKey> {
-        slim(&mut obj);
+    pub fn apply(&self, url: &Arc<str>, obj: DynamicObject) -> Option<ObjectKey> {
         let key = key_of(&obj)?;
+        let rv = resource_version(&obj);
+        let packed = Packed::pack(obj);
         let mut inner = self.write();
         inner.routes.insert(key.cluster.clone(), url.clone());
         if let Some(e) = inner.objects.get(&key)
             && *e.url == **url
-            && older(&obj, &e.obj)
+            && e.obj.newer_than(rv)
         {
             return Some(key);
         }
-        inner.objects.insert(
-            key.clone(),
-            Entry {
-                obj: Arc::new(obj),
-                url: url.clone(),
-            },
-        );
+        match packed {
+            Some(obj) => {
+                inner.objects.insert(
+                    key.clone(),
+                    Entry {
+                        obj,
+                        url: url.clone(),
+                    },
+                );
+            }
+            None => {
+                inner.objects.remove(&key);
+            }
+        }
         Some(key)
     }
 
     /// The agent itself changed the object: remember the API's answer.
-    pub fn write_through(&self, mut obj: DynamicObject) {
-        slim(&mut obj);
+    pub fn write_through(&self, obj: DynamicObject) {
         let Some(key) = key_of(&obj) else { return };
+        let rv = resource_version(&obj);
+        let Some(packed) = Packed::pack(obj) else {
+            return;
+        };
         let mut inner = self.write();
         let Some(url) = inner.routes.get(&key.cluster).cloned() else {
             return;
         };
         if let Some(e) = inner.objects.get(&key)
-            && older(&obj, &e.obj)
+            && e.obj.newer_than(rv)
         {
             return;
         }
-        inner.objects.insert(
-            key,
-            Entry {
-                obj: Arc::new(obj),
-                url,
-            },
-        );
+        inner.objects.insert(key, Entry { obj: packed, url });
     }
 
     /// A watch event deleted `obj`.
@@ -148,10 +188,13 @@ impl KcpCache {
     }
 
     /// One object of the (re-)list from `url`.
-    pub fn listed(&self, url: &Arc<str>, mut obj: DynamicObject) {
-        slim(&mut obj);
+    pub fn listed(&self, url: &Arc<str>, obj: DynamicObject) {
+        let Some(key) = key_of(&obj) else { return };
+        let Some(packed) = Packed::pack(obj) else {
+            return;
+        };
         if let Some(buf) = self.write().relisting.get_mut(url) {
-            buf.push(obj);
+            buf.push((key, packed));
         }
     }
 
@@ -168,13 +211,12 @@ impl KcpCache {
             .map(|(k, _)| k.clone())
             .collect();
         inner.objects.retain(|_, e| *e.url != **url);
-        for obj in listed {
-            let Some(key) = key_of(&obj) else { continue };
+        for (key, obj) in listed {
             inner.routes.insert(key.cluster.clone(), url.clone());
             inner.objects.insert(
                 key.clone(),
                 Entry {
-                    obj: Arc::new(obj),
+                    obj,
                     url: url.clone(),
                 },
             );
@@ -213,7 +255,7 @@ impl KcpCache {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        self.read().objects.get(key).map(|e| e.obj.clone())
+        self.read().objects.get(key).and_then(|e| e.obj.unpack())
     }
 
     /// Every cached object's key.
@@ -235,8 +277,8 @@ impl KcpCache {
         self.read()
             .objects
             .iter()
-            .filter(|(k, e)| k.cluster == cluster && keep(k, &e.obj))
-            .map(|(_, e)| e.obj.clone())
+            .filter(|(k, _)| k.cluster == cluster)
+            .filter_map(|(k, e)| e.obj.unpack().filter(|o| keep(k, o)))
             .collect()
     }
 
@@ -267,21 +309,24 @@ impl KcpCache {
 /// a lookup key (two copies claiming the same kcp object): callers see all
 /// of them and decide.
 pub struct Store<V> {
-    inner: RwLock<StoreInner<V>>,
+    inner: RwLock<StoreInner>,
     key_of: fn(&V) -> Option<String>,
 }
 
-struct StoreInner<V> {
+struct StoreInner {
     /// By the object's own namespace/name.
-    objects: HashMap<String, Arc<V>>,
-    /// Lookup key → namespace/name of the objects with that key.
-    index: HashMap<String, std::collections::BTreeSet<String>>,
-    relist: Option<Vec<V>>,
+    objects: HashMap<String, StoreEntry>,
+    /// Lookup key → namespace/name of the objects with that key (almost
+    /// always one: a Vec, not a set, whose smallest node is far bigger).
+    index: HashMap<String, Vec<String>>,
+    relist: Option<Vec<(String, StoreEntry)>>,
     synced: bool,
 }
 
-fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
-    v.meta().resource_version.as_deref()?.parse().ok()
+struct StoreEntry {
+    obj: Packed,
+    /// Its lookup key, kept to unindex it without decoding it.
+    key: Option<String>,
 }
 
 fn object_ref<V: kube::Resource>(v: &V) -> String {
@@ -293,13 +338,13 @@ fn object_ref<V: kube::Resource>(v: &V) -> String {
     )
 }
 
-impl<V: kube::Resource> StoreInner<V> {
-    fn remove(&mut self, oref: &str, key_of: fn(&V) -> Option<String>) {
+impl StoreInner {
+    fn remove(&mut self, oref: &str) {
         if let Some(old) = self.objects.remove(oref)
-            && let Some(k) = key_of(&old)
+            && let Some(k) = old.key
             && let Some(set) = self.index.get_mut(&k)
         {
-            set.remove(oref);
+            set.retain(|o| o != oref);
             if set.is_empty() {
                 self.index.remove(&k);
             }
@@ -308,24 +353,22 @@ impl<V: kube::Resource> StoreInner<V> {
 
     /// Insert unless the stored object is newer (a write-through that the
     /// watch has not caught up with yet).
-    fn insert(&mut self, mut v: V, key_of: fn(&V) -> Option<String>) {
-        slim(&mut v);
-        let oref = object_ref(&v);
+    fn insert(&mut self, oref: String, entry: StoreEntry) {
         if let Some(old) = self.objects.get(&oref)
-            && let (Some(new_rv), Some(old_rv)) = (resource_version(&v), resource_version(&**old))
-            && new_rv < old_rv
+            && old.obj.newer_than(entry.obj.rv)
         {
             return;
         }
-        self.remove(&oref, key_of);
-        if let Some(k) = key_of(&v) {
-            self.index.entry(k).or_default().insert(oref.clone());
+        self.remove(&oref);
+        if let Some(k) = &entry.key {
+            // `remove` above took out any earlier entry of `oref`.
+            self.index.entry(k.clone()).or_default().push(oref.clone());
         }
-        self.objects.insert(oref, Arc::new(v));
+        self.objects.insert(oref, entry);
     }
 }
 
-impl<V: kube::Resource> Store<V> {
+impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
     pub fn new(key_of: fn(&V) -> Option<String>) -> Arc<Self> {
         Arc::new(Store {
             inner: RwLock::new(StoreInner {
@@ -338,16 +381,27 @@ impl<V: kube::Resource> Store<V> {
         })
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, StoreInner<V>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, StoreInner> {
         self.inner.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, StoreInner<V>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, StoreInner> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn entry(&self, v: V) -> Option<(String, StoreEntry)> {
+        let oref = object_ref(&v);
+        let key = (self.key_of)(&v);
+        let obj = Packed::pack(v)?;
+        Some((oref, StoreEntry { obj, key }))
+    }
+
     pub fn apply(&self, v: V) {
-        self.write().insert(v, self.key_of);
+        let oref = object_ref(&v);
+        match self.entry(v) {
+            Some((oref, e)) => self.write().insert(oref, e),
+            None => self.write().remove(&oref),
+        }
     }
 
     /// The agent itself wrote `v`: remember the API's answer.
@@ -356,7 +410,7 @@ impl<V: kube::Resource> Store<V> {
     }
 
     pub fn delete(&self, v: &V) {
-        self.write().remove(&object_ref(v), self.key_of);
+        self.write().remove(&object_ref(v));
     }
 
     pub fn list_started(&self) {
@@ -364,8 +418,9 @@ impl<V: kube::Resource> Store<V> {
     }
 
     pub fn listed(&self, v: V) {
+        let Some(e) = self.entry(v) else { return };
         if let Some(buf) = self.write().relist.as_mut() {
-            buf.push(v);
+            buf.push(e);
         }
     }
 
@@ -375,8 +430,8 @@ impl<V: kube::Resource> Store<V> {
         if let Some(listed) = inner.relist.take() {
             inner.objects.clear();
             inner.index.clear();
-            for v in listed {
-                inner.insert(v, self.key_of);
+            for (oref, e) in listed {
+                inner.insert(oref, e);
             }
         }
         inner.synced = true;
@@ -400,7 +455,7 @@ impl<V: kube::Resource> Store<V> {
             .get(key)
             .into_iter()
             .flatten()
-            .filter_map(|oref| inner.objects.get(oref).cloned())
+            .filter_map(|oref| inner.objects.get(oref)?.obj.unpack())
             .collect()
     }
 
@@ -409,25 +464,24 @@ impl<V: kube::Resource> Store<V> {
     pub fn get_ref(&self, namespace: &str, name: &str) -> Option<Arc<V>> {
         self.read()
             .objects
-            .get(&format!("{namespace}/{name}"))
-            .cloned()
+            .get(&format!("{namespace}/{name}"))?
+            .obj
+            .unpack()
     }
 
-    /// Every object that `keep` accepts.
+    /// Every object that `keep` accepts (each one decoded: for rare scans).
     pub fn list(&self, keep: impl Fn(&V) -> bool) -> Vec<Arc<V>> {
         self.read()
             .objects
             .values()
-            .filter(|v| keep(v))
-            .cloned()
+            .filter_map(|e| e.obj.unpack().filter(|v| keep(v)))
             .collect()
     }
 
     /// The agent deleted `namespace/name`: forget it now rather than when
     /// the watch says so.
     pub fn forget(&self, namespace: &str, name: &str) {
-        self.write()
-            .remove(&format!("{namespace}/{name}"), self.key_of);
+        self.write().remove(&format!("{namespace}/{name}"));
     }
 
     /// Whether the first list has completed (before that, callers read
