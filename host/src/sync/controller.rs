@@ -30,9 +30,16 @@ use super::queue::WorkQueue;
 use super::syncer::{Outcome, SyncContext};
 
 pub const WORKERS: usize = 4;
-/// Upstream resyncs every object every few seconds; a periodic resync also
-/// heals anything a missed watch event left behind.
-const RESYNC: Duration = Duration::from_secs(30);
+/// How often an object in sync is checked again. Every input of a plain
+/// PublishedResource is watched (the kcp object, its copy, its state
+/// Secret) and plugin swaps re-check everything, so the periodic check only
+/// heals a missed event and can be rare: at 10 000 objects a 30 s period
+/// keeps a core busy with checks that find nothing. Related objects without
+/// `watch` and Namespace labels (`filter.namespace`) have no event that
+/// leads to their primary, so there it stays at 30 s (upstream requeues
+/// every object every 5 s).
+const RESYNC: Duration = Duration::from_secs(300);
+const RESYNC_UNWATCHED: Duration = Duration::from_secs(30);
 /// How long workers wait for the first list of every shard before they
 /// start anyway (a shard that cannot be listed must not hold up the others).
 const INITIAL_SYNC_WAIT: Duration = Duration::from_secs(30);
@@ -148,6 +155,10 @@ pub(super) trait Reconciler: Send + Sync + 'static {
     /// Report the outcome (conditions, Events, metrics of failures).
     fn record<'a>(&'a self, key: &'a ObjectKey, result: &'a ReconcileResult) -> BoxFuture<'a, ()>;
     fn failing(&self) -> usize;
+    /// When to check an object in sync again.
+    fn resync_period(&self) -> Duration {
+        RESYNC_UNWATCHED
+    }
 }
 
 type ReconcileResult = Result<Outcome, super::syncer::SyncError>;
@@ -164,6 +175,13 @@ impl Reconciler for SyncContext {
     }
     fn failing(&self) -> usize {
         self.failures.len()
+    }
+    fn resync_period(&self) -> Duration {
+        if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
+            RESYNC
+        } else {
+            RESYNC_UNWATCHED
+        }
     }
 }
 
@@ -218,7 +236,7 @@ async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
         match result {
             Ok(Outcome::Done) => {
                 queue.forget(&key);
-                queue.add_after(key.clone(), RESYNC);
+                queue.add_after(key.clone(), ctx.resync_period());
             }
             Ok(Outcome::Requeue(d)) => {
                 queue.forget(&key);
