@@ -268,17 +268,19 @@ impl KcpCache {
         self.read().routes.get(cluster).cloned()
     }
 
-    /// Every cached object of `cluster` that `keep` accepts.
+    /// Every cached object of `cluster` whose key passes `by_key` (checked
+    /// first, so only those are decoded) and that `keep` accepts.
     pub fn list(
         &self,
         cluster: &str,
-        keep: impl Fn(&ObjectKey, &DynamicObject) -> bool,
+        by_key: impl Fn(&ObjectKey) -> bool,
+        keep: impl Fn(&DynamicObject) -> bool,
     ) -> Vec<Arc<DynamicObject>> {
         self.read()
             .objects
             .iter()
-            .filter(|(k, _)| k.cluster == cluster)
-            .filter_map(|(k, e)| e.obj.unpack().filter(|o| keep(k, o)))
+            .filter(|(k, _)| k.cluster == cluster && by_key(k))
+            .filter_map(|(_, e)| e.obj.unpack().filter(|o| keep(o)))
             .collect()
     }
 
@@ -638,13 +640,13 @@ mod tests {
         c.apply(&u, obj("a", "y", "1"));
         c.apply(&u, obj("b", "x", "1"));
         let mut names: Vec<String> = c
-            .list("a", |_, _| true)
+            .list("a", |_| true, |_| true)
             .iter()
             .filter_map(|o| o.metadata.name.clone())
             .collect();
         names.sort();
         assert_eq!(names, ["x", "y"], "only workspace a's objects");
-        assert_eq!(c.list("a", |k, _| k.name == "y").len(), 1);
+        assert_eq!(c.list("a", |k| k.name == "y", |_| true).len(), 1);
         c.forget(&key("a", "x"));
         assert!(c.get(&key("a", "x")).is_none());
         assert!(c.get(&key("b", "x")).is_some(), "same name elsewhere kept");

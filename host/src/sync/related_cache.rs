@@ -332,7 +332,7 @@ fn primaries_of(
                 } else {
                     out.extend(
                         ctx.cache
-                            .list(&cluster, |_, p| labels_match(sel, p))
+                            .list(&cluster, |_| true, |p| labels_match(sel, p))
                             .iter()
                             .filter_map(|p| super::cache::key_of(p)),
                     );
@@ -440,7 +440,11 @@ impl SideApi {
                     s.get_all(ns).into_iter().filter(|o| matches(o)).collect()
                 }
                 SideCache::Service(s) => s.list(|o| matches(o)),
-                SideCache::Kcp { cache, cluster, .. } => cache.list(cluster, |_, o| matches(o)),
+                SideCache::Kcp { cache, cluster, .. } => cache.list(
+                    cluster,
+                    |k| k.namespace.as_deref().unwrap_or_default() == ns,
+                    |o| matches(o),
+                ),
                 SideCache::None => vec![],
             };
             if !found.is_empty() || matches!(self.cache, SideCache::Service(_)) {
