@@ -71,6 +71,22 @@ async fn wait_export_claims(env: &Env) {
     wait_export_claims_for(env, &["secrets", "configmaps", "namespaces", "events"]).await
 }
 
+/// Once the export claims Secrets, ConfigMaps, Namespaces and Events, a consumer
+/// workspace that binds it accepting every claim.
+async fn related_consumer(env: &Env) -> (Workspace, kube::Client) {
+    wait_export_claims(env).await;
+    env.consumer_accepting(
+        "consumer",
+        &[
+            ("", "events"),
+            ("", "secrets"),
+            ("", "configmaps"),
+            ("", "namespaces"),
+        ],
+    )
+    .await
+}
+
 async fn wait_export_claims_for(env: &Env, wanted: &[&str]) {
     let provider = kcp().client(&env.provider.path).await.unwrap();
     let exports = dynamic_api(
@@ -106,18 +122,7 @@ async fn wait_export_claims_for(env: &Env, wanted: &[&str]) {
 async fn syncs_related_objects_both_ways_and_cleans_up() {
     let env = Env::start("related", crate::binary()).await;
     env.publish_yaml(RELATED_PR).await;
-    wait_export_claims(&env).await;
-    let (consumer, client) = env
-        .consumer_accepting(
-            "consumer",
-            &[
-                ("", "events"),
-                ("", "secrets"),
-                ("", "configmaps"),
-                ("", "namespaces"),
-            ],
-        )
-        .await;
+    let (consumer, client) = related_consumer(&env).await;
     let kcp_crontabs = crontabs(&client, "default");
     kcp_crontabs
         .create(
@@ -952,18 +957,7 @@ spec:
 "#,
     )
     .await;
-    wait_export_claims(&env).await;
-    let (consumer, client) = env
-        .consumer_accepting(
-            "consumer",
-            &[
-                ("", "events"),
-                ("", "secrets"),
-                ("", "configmaps"),
-                ("", "namespaces"),
-            ],
-        )
-        .await;
+    let (consumer, client) = related_consumer(&env).await;
     let local_name = default_copy_name("default", "db");
     let cluster = consumer.cluster.clone();
 
@@ -1439,18 +1433,7 @@ async fn related_objects_in_sync_are_checked_from_caches() {
     let metrics = free_port();
     env.start_agent(&[&format!("--metrics-address=127.0.0.1:{metrics}")]);
     env.publish_yaml(RELATED_PR).await;
-    wait_export_claims(&env).await;
-    let (consumer, client) = env
-        .consumer_accepting(
-            "consumer",
-            &[
-                ("", "events"),
-                ("", "secrets"),
-                ("", "configmaps"),
-                ("", "namespaces"),
-            ],
-        )
-        .await;
+    let (consumer, client) = related_consumer(&env).await;
     let local_ns = consumer.cluster.clone();
     let local_name = default_copy_name("default", "db");
     let kcp_cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
