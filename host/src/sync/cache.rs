@@ -30,6 +30,15 @@ use serde::de::DeserializeOwned;
 use super::ObjectKey;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 
+/// A watch event, named for what it means to a cache.
+pub enum Change<K> {
+    ListStart,
+    Listed(K),
+    ListDone,
+    Apply(K),
+    Delete(K),
+}
+
 /// One cached object: its JSON and its resource version.
 struct Packed {
     json: Box<[u8]>,
@@ -439,6 +448,40 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         inner.synced = true;
     }
 
+    /// Apply a watch event to the store. Returns the keys to reconcile:
+    /// what `keys_of` says of the object the event carried (`true` when it
+    /// came with a (re-)list), none for list boundaries.
+    pub fn feed(
+        &self,
+        change: Change<V>,
+        keys_of: impl Fn(&V, bool) -> Vec<ObjectKey>,
+    ) -> Vec<ObjectKey> {
+        match change {
+            Change::ListStart => {
+                self.list_started();
+                vec![]
+            }
+            Change::Listed(v) => {
+                let keys = keys_of(&v, true);
+                self.listed(v);
+                keys
+            }
+            Change::ListDone => {
+                self.list_done();
+                vec![]
+            }
+            Change::Apply(v) => {
+                let keys = keys_of(&v, false);
+                self.apply(v);
+                keys
+            }
+            Change::Delete(v) => {
+                self.delete(&v);
+                keys_of(&v, false)
+            }
+        }
+    }
+
     /// The one object with lookup key `key`; `None` if there is none or
     /// more than one (see [`Store::get_all`]).
     pub fn get(&self, key: &str) -> Option<Arc<V>> {
@@ -660,6 +703,33 @@ mod tests {
         s.forget("default", "x");
         assert!(s.get_ref("default", "x").is_none());
         assert!(s.get_all("default").is_empty());
+    }
+
+    #[test]
+    fn feeding_watch_events_updates_the_store_and_names_the_keys() {
+        let s: Arc<Store<DynamicObject>> = Store::new(|o| o.metadata.name.clone());
+        let keys = |o: &DynamicObject, listed: bool| {
+            vec![key(
+                if listed { "listed" } else { "live" },
+                o.metadata.name.as_deref().unwrap(),
+            )]
+        };
+        assert!(s.feed(Change::ListStart, keys).is_empty());
+        assert_eq!(
+            s.feed(Change::Listed(obj("a", "x", "1")), keys),
+            vec![key("listed", "x")]
+        );
+        assert!(s.feed(Change::ListDone, keys).is_empty());
+        assert!(s.synced() && s.get("x").is_some());
+        assert_eq!(
+            s.feed(Change::Apply(obj("a", "y", "2")), keys),
+            vec![key("live", "y")]
+        );
+        assert_eq!(
+            s.feed(Change::Delete(obj("a", "x", "3")), keys),
+            vec![key("live", "x")]
+        );
+        assert!(s.get("x").is_none() && s.get("y").is_some());
     }
 
     #[test]

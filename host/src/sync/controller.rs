@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use super::ObjectKey;
-use super::cache::KcpCache;
+use super::cache::{Change, KcpCache};
 use super::labels::*;
 use super::queue::WorkQueue;
 use super::syncer::{Outcome, SyncContext};
@@ -57,29 +57,10 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             let cfg = watcher::Config::default()
                 .labels(&format!("{AGENT_NAME_LABEL}={}", ctx.agent_name));
             let copies = &ctx.copies;
-            watch_loop("service", api, cfg, queue, move |ev| match ev {
-                Change::ListStart => {
-                    copies.list_started();
-                    vec![]
-                }
-                Change::Listed(o) => {
-                    let key = local_key(&o);
-                    copies.listed(o);
-                    key.into_iter().collect()
-                }
-                Change::ListDone => {
-                    copies.list_done();
-                    vec![]
-                }
-                Change::Apply(o) => {
-                    let key = local_key(&o);
-                    copies.apply(o);
-                    key.into_iter().collect()
-                }
-                Change::Delete(o) => {
-                    copies.delete(&o);
-                    local_key(&o).into_iter().collect()
-                }
+            // Every event of a copy (the initial list too) re-checks the
+            // kcp object it belongs to.
+            watch_loop("service", api, cfg, queue, move |ev| {
+                copies.feed(ev, |o, _| local_key(o).into_iter().collect())
             })
             .await;
         }
@@ -92,18 +73,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             let cfg = watcher::Config::default().labels(&format!("{OBJECT_STATE_LABEL}=true"));
             let cache = ctx.state.cache();
             watch_loop("state", ctx.state.api(), cfg, queue, move |ev| {
-                match ev {
-                    Change::ListStart => cache.list_started(),
-                    Change::Listed(s) => cache.listed(s),
-                    Change::ListDone => cache.list_done(),
-                    Change::Apply(s) => {
-                        cache.apply(s);
-                    }
-                    Change::Delete(s) => {
-                        cache.delete(&s);
-                    }
-                }
-                vec![]
+                cache.feed(ev, |_, _| vec![])
             })
             .await;
         }
@@ -361,15 +331,6 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
         },
     )
     .await;
-}
-
-/// A watch event, named for what it means to a cache.
-pub(super) enum Change<K> {
-    ListStart,
-    Listed(K),
-    ListDone,
-    Apply(K),
-    Delete(K),
 }
 
 /// Watch `api` forever (the watcher re-lists on errors, with backoff) and

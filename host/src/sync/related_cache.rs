@@ -25,8 +25,8 @@ use kube::runtime::watcher;
 use tracing::{debug, info, warn};
 
 use super::ObjectKey;
-use super::cache::{KcpCache, Store};
-use super::controller::{Change, local_key, watch_loop};
+use super::cache::{Change, KcpCache, Store};
+use super::controller::{local_key, watch_loop};
 use super::queue::WorkQueue;
 use super::related::{Related, api_resource, dest_gvr, origin_gvr};
 use super::syncer::SyncContext;
@@ -202,28 +202,9 @@ pub async fn watch(
     match kcp_url {
         None => {
             let store = ctx.related_caches.service_or_new(&gvr);
-            watch_loop("service", api, cfg, queue, |ev| match ev {
-                Change::ListStart => {
-                    store.list_started();
-                    vec![]
-                }
-                Change::Listed(o) => {
-                    store.listed(o);
-                    vec![]
-                }
-                Change::ListDone => {
-                    store.list_done();
-                    vec![]
-                }
-                Change::Apply(o) => {
-                    let keys = changed(&o);
-                    store.apply(o);
-                    keys
-                }
-                Change::Delete(o) => {
-                    store.delete(&o);
-                    changed(&o)
-                }
+            // The initial list re-checks nothing: the periodic check does.
+            watch_loop("service", api, cfg, queue, |ev| {
+                store.feed(ev, |o, listed| if listed { vec![] } else { changed(o) })
             })
             .await;
         }
