@@ -45,12 +45,13 @@ mod funcs;
 mod gjson;
 mod gofmt;
 mod gojson;
+pub mod goregex;
 mod lex;
 mod parse;
 mod value;
 
 pub use exec::{MAX_EXEC_NESTING, MAX_OUTPUT, MAX_TEMPLATE_DEPTH, html_escape};
-pub use funcs::{FuncMap, Function, Ty, standard_function_names};
+pub use funcs::{FuncMap, Function, Ty, sha3short, sha3sum, short_hash, standard_function_names};
 pub use gjson::GjsonResult;
 pub use parse::MAX_CONTROL_DEPTH;
 pub use value::{MapRef, Object, Record, Value, deep_equal};

@@ -24,7 +24,6 @@ use syncweave_plugin::{
     Context, Direction, Fixture, Mutator, Object, PluginError, PluginInfo, Value, json,
 };
 
-pub mod goregex;
 pub mod rules;
 
 use rules::RuleSet;

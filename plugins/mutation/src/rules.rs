@@ -4,10 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use syncweave_gotmpl as gotmpl;
+use syncweave_gotmpl::{self as gotmpl, goregex};
 use syncweave_plugin::{Direction, Object, PluginError, Value, json, path};
-
-use crate::goregex;
 
 /// One rule as written in a PublishedResource. Exactly one field should be set;
 /// like upstream, the first set one (in this order) wins.

@@ -16,9 +16,7 @@
 //! Unlike upstream, the default name of a cluster-scoped kcp object (which has no
 //! namespace) hashes the empty string for the namespace part instead of failing.
 use serde::Deserialize;
-use sha1::Sha1;
-use sha3::{Digest, Sha3_256};
-use syncweave_gotmpl as gotmpl;
+use syncweave_gotmpl::{self as gotmpl, sha3short, short_hash};
 use syncweave_plugin::{Context, Fixture, Namer, ObjectName, PluginError, PluginInfo, Value, json};
 
 /// The plugin config: upstream's `naming` block plus the local scope.
@@ -40,22 +38,6 @@ impl Config {
         }
         Config::deserialize(config).map_err(|e| e.to_string())
     }
-}
-
-/// SHA3-256 of `input`, hex.
-pub fn sha3sum(input: &str) -> String {
-    hex::encode(Sha3_256::digest(input.as_bytes()))
-}
-
-/// The first 20 hex digits of SHA3-256.
-pub fn sha3short(input: &str) -> String {
-    sha3sum(input)[..20].to_string()
-}
-
-/// The first 20 hex digits of SHA-1 (upstream's `shortHash`, used by the legacy
-/// placeholders).
-pub fn short_hash(input: &str) -> String {
-    hex::encode(Sha1::digest(input.as_bytes()))[..20].to_string()
 }
 
 fn metadata_str<'a>(object: &'a Value, field: &str) -> &'a str {

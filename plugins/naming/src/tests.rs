@@ -22,14 +22,6 @@ fn name(config: Value, object: &Value) -> Result<ObjectName, PluginError> {
 const DEFAULT_NAME: &str = "2928c2aa0e510f017f07-73d08a1ba188f1340dae";
 
 #[test]
-fn hash_vectors() {
-    assert_eq!(sha3short("objnamespace"), "2928c2aa0e510f017f07");
-    assert_eq!(sha3short("objname"), "73d08a1ba188f1340dae");
-    assert_eq!(short_hash("objname").len(), 20);
-    assert_eq!(short_hash(""), "da39a3ee5e6b4b0d3255");
-}
-
-#[test]
 fn generate_local_object_name_cases() {
     let obj = object("objname", "objnamespace");
     let cases = [

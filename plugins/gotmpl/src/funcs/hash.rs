@@ -1,5 +1,6 @@
 //! Hashes and encodings: sprig's sha*/adler32/base64/base32 and syncweave's
-//! (api-syncagent's) `sha3sum`, `sha3short` and `shortHash`.
+//! (api-syncagent's) `sha3sum`, `sha3short` and `shortHash`. The last three
+//! are also public: the naming plugin names objects with them.
 
 use base64::Engine;
 use sha1::Digest;
@@ -30,7 +31,7 @@ pub(crate) const FUNCS: &[Entry] = &[
         Ok(Value::from(sha3sum(str_arg(&a[0]))))
     }),
     ("sha3short", sig(&[Ty::Str], Some(Ty::Int)), |a| {
-        sha3short(str_arg(&a[0]), &a[1..]).map(Value::from)
+        sha3short_func(str_arg(&a[0]), &a[1..]).map(Value::from)
     }),
     ("shortHash", sig(&[Ty::Str], None), |a| {
         Ok(Value::from(short_hash(str_arg(&a[0]))))
@@ -56,11 +57,22 @@ pub fn sha3sum(s: &str) -> String {
     hex::encode(sha3::Sha3_256::digest(s.as_bytes()))
 }
 
-/// The first LEN (default 20) hex characters of SHA3-256, as api-syncagent's
-/// naming templates use it.
-fn sha3short(s: &str, lengths: &[Value]) -> Result<String, String> {
+/// How many hex characters of SHA3-256 [`sha3short`] keeps.
+const SHA3SHORT_LEN: usize = 20;
+
+/// The first 20 hex characters of SHA3-256: api-syncagent's naming hash (the
+/// default service-cluster name is `sha3short(namespace)-sha3short(name)`).
+pub fn sha3short(s: &str) -> String {
+    let mut h = sha3sum(s);
+    h.truncate(SHA3SHORT_LEN);
+    h
+}
+
+/// The `sha3short STR [LEN]` template function: the first LEN (default 20)
+/// hex characters of SHA3-256.
+fn sha3short_func(s: &str, lengths: &[Value]) -> Result<String, String> {
     let length = match lengths {
-        [] => 20,
+        [] => return Ok(sha3short(s)),
         [n] => n.as_int().unwrap_or(0),
         more => {
             return Err(format!(
@@ -195,15 +207,21 @@ mod tests {
 
     #[test]
     fn naming_vectors() {
+        assert_eq!(sha3short("objnamespace"), "2928c2aa0e510f017f07");
+        assert_eq!(sha3short("objname"), "73d08a1ba188f1340dae");
         assert_eq!(
-            sha3short("objnamespace", &[]).unwrap(),
-            "2928c2aa0e510f017f07"
+            sha3short_func("objname", &[]).unwrap(),
+            "73d08a1ba188f1340dae"
         );
-        assert_eq!(sha3short("objname", &[]).unwrap(), "73d08a1ba188f1340dae");
-        assert_eq!(sha3short("objname", &[Value::Int(8)]).unwrap(), "73d08a1b");
-        assert_eq!(sha3short("x", &[Value::Int(100)]).unwrap().len(), 64);
-        assert!(sha3short("x", &[Value::Int(0)]).is_err());
+        assert_eq!(
+            sha3short_func("objname", &[Value::Int(8)]).unwrap(),
+            "73d08a1b"
+        );
+        assert_eq!(sha3short_func("x", &[Value::Int(100)]).unwrap().len(), 64);
+        assert!(sha3short_func("x", &[Value::Int(0)]).is_err());
         assert_eq!(short_hash("test").len(), 20);
+        assert_eq!(short_hash("objname").len(), 20);
+        assert_eq!(short_hash(""), "da39a3ee5e6b4b0d3255");
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod semver;
 mod strings;
 
 pub(crate) use convert::{strval, to_float64, to_int64};
+pub use hash::{sha3short, sha3sum, short_hash};
 
 /// A parameter type, as a Go function signature would declare it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

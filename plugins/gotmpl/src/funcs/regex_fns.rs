@@ -1,14 +1,10 @@
-//! Sprig's regular-expression functions on Go (RE2) syntax.
-//!
-//! Rust's `regex` crate implements the same RE2 family; the differences
-//! that matter are translated: Go's `\d`, `\w`, `\s` and `\b` are ASCII-only
-//! (Rust's are Unicode), escaped punctuation like `\<` is a literal in Go
-//! (a word boundary in Rust), and `&&`/`~~` inside a class are literals in Go
-//! (set operations in Rust).
+//! Sprig's regular-expression functions on Go (RE2) syntax; patterns are
+//! translated by [`crate::goregex`].
 
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 
 use super::{Entry, Ty, int_arg, sig, str_arg, str_list};
+use crate::goregex;
 use crate::value::Value;
 
 pub(crate) const FUNCS: &[Entry] = &[
@@ -123,116 +119,13 @@ pub(crate) const FUNCS: &[Entry] = &[
     }),
 ];
 
-/// Rewrites Go regexp syntax into equivalent Rust regex syntax.
-pub(crate) fn translate(pat: &str) -> String {
-    let mut out = String::with_capacity(pat.len() + 8);
-    let mut chars = pat.chars().peekable();
-    let mut in_class = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let Some(e) = chars.next() else {
-                    out.push('\\');
-                    break;
-                };
-                let rep: Option<&str> = match (e, in_class) {
-                    ('d', false) => Some("[0-9]"),
-                    ('D', false) => Some("[^0-9]"),
-                    ('w', false) => Some("[0-9A-Za-z_]"),
-                    ('W', false) => Some("[^0-9A-Za-z_]"),
-                    ('s', false) => Some("[\\t\\n\\f\\r ]"),
-                    ('S', false) => Some("[^\\t\\n\\f\\r ]"),
-                    ('b', false) => Some("(?-u:\\b)"),
-                    ('B', false) => Some("(?-u:\\B)"),
-                    ('d', true) => Some("0-9"),
-                    ('D', true) => Some("[^0-9]"),
-                    ('w', true) => Some("0-9A-Za-z_"),
-                    ('W', true) => Some("[^0-9A-Za-z_]"),
-                    ('s', true) => Some("\\t\\n\\f\\r "),
-                    ('S', true) => Some("[^\\t\\n\\f\\r ]"),
-                    _ => None,
-                };
-                if let Some(r) = rep {
-                    out.push_str(r);
-                } else if e.is_ascii_punctuation() {
-                    out.push_str(&format!("\\x{{{:02X}}}", e as u32));
-                } else {
-                    out.push('\\');
-                    out.push(e);
-                    // Keep \p{...}, \x{...} and \Q...\E bodies intact.
-                    if matches!(e, 'p' | 'P' | 'x') && chars.peek() == Some(&'{') {
-                        for n in chars.by_ref() {
-                            out.push(n);
-                            if n == '}' {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            '[' if !in_class => {
-                in_class = true;
-                out.push('[');
-                if chars.peek() == Some(&'^') {
-                    out.push('^');
-                    chars.next();
-                }
-                // A leading ']' is a literal in both dialects.
-                if chars.peek() == Some(&']') {
-                    chars.next();
-                    out.push_str("\\]");
-                }
-                continue;
-            }
-            '[' if in_class => {
-                if chars.peek() == Some(&':') {
-                    // POSIX class like [:alpha:].
-                    out.push('[');
-                    for n in chars.by_ref() {
-                        out.push(n);
-                        if n == ']' {
-                            break;
-                        }
-                    }
-                } else {
-                    // A literal '[' in Go; a nested class in Rust.
-                    out.push_str("\\[");
-                }
-            }
-            ']' if in_class => {
-                in_class = false;
-                out.push(']');
-            }
-            '&' | '~' if in_class => {
-                out.push_str(&format!("\\x{{{:02X}}}", c as u32));
-            }
-            '-' if in_class && chars.peek() == Some(&'-') => {
-                out.push_str("\\x{2D}");
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Limit on a compiled pattern's size (the regex crate's default is 10 MiB):
+/// a template compiles its patterns on every call.
+const SIZE_LIMIT: usize = 1 << 20;
 
 /// Compiles a Go regexp, with Go's error wording.
-pub(crate) fn compile(pat: &str) -> Result<Regex, String> {
-    RegexBuilder::new(&translate(pat))
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| {
-            let detail = match e {
-                regex::Error::Syntax(s) => s
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .trim()
-                    .trim_start_matches("error: ")
-                    .to_string(),
-                other => other.to_string(),
-            };
-            format!("error parsing regexp: {detail}: `{pat}`")
-        })
+fn compile(pat: &str) -> Result<Regex, String> {
+    goregex::compile_with_size_limit(pat, SIZE_LIMIT)
 }
 
 fn find(re: &Regex, s: &str) -> String {
@@ -332,16 +225,6 @@ mod tests {
     }
 
     #[test]
-    fn perl_classes_are_ascii_like_go() {
-        let re = compile(r"^\d+$").unwrap();
-        assert!(re.is_match("123"));
-        assert!(!re.is_match("١٢٣"), "Arabic-Indic digits are not \\d in Go");
-        assert!(compile(r"[\w-]+").unwrap().is_match("a-b"));
-        assert!(compile(r"a\<b").unwrap().is_match("a<b"));
-        assert!(compile(r"[a&&b]").unwrap().is_match("&"));
-    }
-
-    #[test]
     fn replace_expands_groups_like_go() {
         let re = compile(r"a(x*)b").unwrap();
         assert_eq!(replace_all(&re, "-ab-axxb-", "${1}W", false), "-W-xxW-");
@@ -359,10 +242,5 @@ mod tests {
             vec!["an", "an"]
         );
         assert_eq!(quote_meta("1.5+x"), "1\\.5\\+x");
-    }
-
-    #[test]
-    fn errors_name_the_pattern() {
-        assert!(compile("a(").unwrap_err().contains("`a(`"));
     }
 }
