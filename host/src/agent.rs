@@ -20,8 +20,13 @@ pub const CHECK_SERVICE: &str = "service-cluster";
 pub const CHECK_SYNC: &str = "sync";
 pub const CHECK_INIT: &str = "init";
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a stop waits for workers (a request to a server that hangs must
+/// not keep a replica that lost its lease alive; Kubernetes allows 30 s).
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
+    opts.common.apply_rate_limits();
+    crate::client::set_identity(&crate::leader::identity());
     let cancel = CancellationToken::new();
     let health = Health::new(&[CHECK_KCP, CHECK_SERVICE], &[CHECK_SYNC]);
     let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
@@ -32,43 +37,30 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         opts.ca_file_override.as_deref(),
     )
     .await?;
-    let service = crate::metrics::counted_client(service_cfg, "service")
+    // Leader election uses its own client, outside the write fence it opens.
+    let lease_client = crate::client::build_unfenced(service_cfg.clone(), "lease")
         .context("--kubeconfig: building service-cluster client")?;
-    health::spawn_probe(
-        health.clone(),
-        CHECK_SERVICE,
-        PROBE_EVERY,
-        cancel.clone(),
-        {
-            let service = service.clone();
-            move || health::apiserver_answers(service.clone())
-        },
-    );
+    let service = crate::client::build(service_cfg, "service")
+        .context("--kubeconfig: building service-cluster client")?;
+    // Readiness follows how each server answers the agent's own requests
+    // (watches included): no probe requests in steady state.
+    health.follow_server(CHECK_SERVICE, &["service", "lease"]);
+    health.follow_server(CHECK_KCP, &["kcp"]);
     let kcp = tokio::select! {
         k = resolve_kcp(kcp_cfg, &opts.endpoint_slice, &health) => k?,
         _ = shutdown_signal(cancel.clone()) => return Ok(()),
     };
     // Shards join and leave the endpoint slice; sync controllers follow.
     tokio::spawn(kcp.clone().watch_endpoints(cancel.clone()));
-    health::spawn_probe(health.clone(), CHECK_KCP, PROBE_EVERY, cancel.clone(), {
-        let kcp = kcp.clone();
-        move || {
-            let kcp = kcp.clone();
-            async move {
-                kcp.endpoint_urls()
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-        }
-    });
     info!(
         agent = %opts.agent_name,
         export = %kcp.export_name,
         export_workspace = %kcp.export_workspace,
         "connected to kcp"
     );
-    ensure_namespace(&service, &opts.namespace).await?;
+    // The namespace holds the Lease too: created before the election (and
+    // so outside the fence), by whichever replica comes first.
+    ensure_namespace(&lease_client, &opts.namespace).await?;
 
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
@@ -87,9 +79,10 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     health.set_standby(opts.common.enable_leader_election);
     let lease = crate::leader::acquire_if_enabled(
         opts.common.enable_leader_election,
-        &service,
+        &lease_client,
         &opts.namespace,
         &format!("syncagent.{}", opts.agent_name),
+        opts.common.leader_timings()?,
         cancel.clone(),
     )
     .await?;
@@ -121,6 +114,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             namespace: opts.namespace.clone(),
             selector: opts.selector.clone(),
             disabled: opts.disabled_controllers.clone(),
+            resync: opts.resync_period,
         },
         kcp,
         service,
@@ -131,14 +125,20 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");
     cancel.cancel();
-    let _ = run.await;
-    let _ = wasmplugins.await;
-    if let Some(r) = reporter {
-        let _ = r.await;
+    let stopping = async {
+        let _ = run.await;
+        let _ = wasmplugins.await;
+        if let Some(r) = reporter {
+            let _ = r.await;
+        }
+    };
+    if tokio::time::timeout(SHUTDOWN_GRACE, stopping)
+        .await
+        .is_err()
+    {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "workers did not stop in time; exiting anyway");
     }
-    drop(lease);
-    drop(servers);
-    Ok(())
+    finish(lease, servers).await
 }
 
 /// Resolve the endpoint slice, waiting while it or its APIExport does not
@@ -183,6 +183,8 @@ async fn resolve_kcp(
 }
 
 pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
+    opts.common.apply_rate_limits();
+    crate::client::set_identity(&crate::leader::identity());
     let cancel = CancellationToken::new();
     let health = Health::new(&[CHECK_KCP], &[CHECK_INIT]);
     let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
@@ -196,6 +198,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
+    let lease_client = crate::init::lease_client(&kcp_cfg, &opts.config_workspace)?;
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
     crate::metrics::instrument(&runtime);
@@ -218,10 +221,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         builtins = ?runtime.builtin_names(),
         "connected to kcp"
     );
-    health::spawn_probe(health.clone(), CHECK_KCP, PROBE_EVERY, cancel.clone(), {
-        let client = config_client.clone();
-        move || health::apiserver_answers(client.clone())
-    });
+    health.follow_server(CHECK_KCP, &["kcp", "lease"]);
     health.set_standby(opts.common.enable_leader_election);
     // The Lease lives in the config workspace (namespace `default` unless
     // --leader-election-namespace says otherwise), named after the config
@@ -229,9 +229,10 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     // independently.
     let lease = crate::leader::acquire_if_enabled(
         opts.common.enable_leader_election,
-        &config_client,
+        &lease_client,
         &opts.leader_election_namespace,
         &crate::init::lease_name(&opts.config_workspace),
+        opts.common.leader_timings()?,
         cancel.clone(),
     )
     .await?;
@@ -247,9 +248,23 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");
     cancel.cancel();
-    let _ = run.await;
-    drop(lease);
+    if tokio::time::timeout(SHUTDOWN_GRACE, run).await.is_err() {
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, "workers did not stop in time; exiting anyway");
+    }
+    finish(lease, servers).await
+}
+
+/// After the workers stopped: hand the lease over (a graceful stop) and
+/// fail the process if leadership was lost, so Kubernetes restarts it as a
+/// standby, as controller-runtime does.
+async fn finish<S>(lease: crate::leader::Lease, servers: S) -> anyhow::Result<()> {
+    let lost = lease.lost();
+    lease.release().await;
     drop(servers);
+    anyhow::ensure!(
+        !lost,
+        "lost the leader lease (see the log above); exiting so that this replica restarts as a standby"
+    );
     Ok(())
 }
 

@@ -83,6 +83,85 @@ pub struct CommonArgs {
         ignore_case = true
     )]
     pub log_format: LogFormat,
+
+    /// With leader election: how long a standby waits after it last saw the
+    /// lease renewed before it takes over.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_flag_duration)]
+    pub leader_elect_lease_duration: std::time::Duration,
+
+    /// With leader election: how long the leader keeps writing after its
+    /// last successful renewal; then it stops and exits (must be shorter than
+    /// the lease duration).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_flag_duration)]
+    pub leader_elect_renew_deadline: std::time::Duration,
+
+    /// With leader election: how often the leader renews and standbys try to
+    /// take over.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_flag_duration)]
+    pub leader_elect_retry_period: std::time::Duration,
+
+    /// Requests per second to kcp (all workspaces and shards together);
+    /// 0 means unlimited.
+    #[arg(long, value_name = "QPS", default_value_t = crate::client::DEFAULT_QPS, value_parser = parse_qps)]
+    pub kcp_qps: f32,
+
+    /// Requests to kcp that may go out at once above --kcp-qps.
+    #[arg(long, value_name = "N", default_value_t = crate::client::DEFAULT_BURST)]
+    pub kcp_burst: u32,
+
+    /// Requests per second to the service cluster; 0 means unlimited.
+    #[arg(long, value_name = "QPS", default_value_t = crate::client::DEFAULT_QPS, value_parser = parse_qps)]
+    pub service_qps: f32,
+
+    /// Requests to the service cluster that may go out at once above --service-qps.
+    #[arg(long, value_name = "N", default_value_t = crate::client::DEFAULT_BURST)]
+    pub service_burst: u32,
+}
+
+fn parse_flag_duration(s: &str) -> Result<std::time::Duration, String> {
+    crate::apis::wasmplugin::parse_duration(s)
+}
+
+impl CommonArgs {
+    /// The leader-election timings, checked against each other.
+    pub fn leader_timings(&self) -> Result<crate::leader::Timings, FlagError> {
+        crate::leader::Timings {
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+        }
+        .validate()
+        .map_err(|m| {
+            let flag = [
+                "--leader-elect-lease-duration",
+                "--leader-elect-renew-deadline",
+            ]
+            .into_iter()
+            .find(|f| m.starts_with(f))
+            .unwrap_or("--leader-elect-retry-period");
+            let m = m
+                .strip_prefix(flag)
+                .map(str::trim_start)
+                .unwrap_or(&m)
+                .to_string();
+            flag_err(flag, m)
+        })
+    }
+
+    /// Install the client-side rate limits of both servers.
+    pub fn apply_rate_limits(&self) {
+        crate::client::set_limit("kcp", self.kcp_qps, self.kcp_burst);
+        crate::client::set_limit("service", self.service_qps, self.service_burst);
+    }
+}
+
+fn parse_qps(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(q) if q.is_finite() && q >= 0.0 => Ok(q),
+        _ => Err(format!(
+            "{s:?} is not a rate: give requests per second as a number >= 0 (0 = unlimited)"
+        )),
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -126,6 +205,12 @@ pub struct SyncArgs {
     /// in the APIExport's workspace (written by `syncweave cluster register`).
     #[arg(long, value_name = "NAME")]
     pub sync_target: Option<String>,
+
+    /// How often every synced object is checked again from the caches, to
+    /// heal a missed event (objects with related resources or a namespace
+    /// filter: every 30 s, or this if shorter).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_flag_duration)]
+    pub resync_period: std::time::Duration,
 
     #[command(flatten)]
     pub common: CommonArgs,
@@ -195,6 +280,7 @@ pub struct SyncOptions {
     pub ca_file_override: Option<PathBuf>,
     pub disabled_controllers: Vec<String>,
     pub sync_target: Option<String>,
+    pub resync_period: std::time::Duration,
     pub common: CommonArgs,
 }
 
@@ -240,6 +326,7 @@ impl SyncArgs {
         if let Err(e) = crate::validation::dns1035_label(&agent_name) {
             return Err(flag_err("--agent-name", format!("{agent_name:?} {e}")));
         }
+        self.common.leader_timings()?;
         if let Err(e) = crate::selector::parse(&self.published_resource_selector) {
             return Err(flag_err(
                 "--published-resource-selector",
@@ -275,6 +362,7 @@ impl SyncArgs {
             ca_file_override: self.kubeconfig_ca_file_override,
             disabled_controllers: self.disabled_controllers,
             sync_target: self.sync_target.filter(|s| !s.is_empty()),
+            resync_period: self.resync_period,
             common: self.common,
         })
     }
@@ -308,6 +396,7 @@ impl InitArgs {
                 ),
             ));
         }
+        self.common.leader_timings()?;
         if self.leader_election_namespace.is_empty() {
             return Err(flag_err(
                 "--leader-election-namespace",

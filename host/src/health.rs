@@ -31,6 +31,9 @@ struct State {
     /// Checks not required while this replica waits for the lease.
     leader_only: Vec<&'static str>,
     standby: bool,
+    /// Checks answered by how a server last answered the agent's requests
+    /// ([`crate::client::server_health`]) instead of by probes.
+    servers: BTreeMap<&'static str, &'static [&'static str]>,
 }
 
 impl Health {
@@ -79,6 +82,16 @@ impl Health {
         asked || !matches!(s.checks.get(check), Some(Ok(())))
     }
 
+    /// Answer `check` from how `server` last answered the agent's own
+    /// requests: no probe requests, so an idle agent sends none.
+    /// What the agent itself records with [`Health::set`] still counts: a
+    /// server that answers but lacks the agent's objects is not ready either.
+    pub fn follow_server(&self, check: &'static str, servers: &'static [&'static str]) {
+        let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        s.servers.insert(check, servers);
+        s.checks.insert(check, Ok(()));
+    }
+
     pub fn set_standby(&self, standby: bool) {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).standby = standby;
     }
@@ -88,9 +101,17 @@ impl Health {
     pub fn readiness(&self) -> (bool, String) {
         let mut s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         s.asked = Some(std::time::Instant::now());
+        let mut checks = s.checks.clone();
+        for (check, server) in &s.servers {
+            let answered = crate::client::servers_health(server)
+                .unwrap_or_else(|| Err("no request answered yet".into()));
+            if let (Err(e), Some(r)) = (answered, checks.get_mut(check)) {
+                *r = Err(e);
+            }
+        }
         let mut ready = true;
         let mut report = String::new();
-        for (name, result) in &s.checks {
+        for (name, result) in &checks {
             let skipped = s.standby && s.leader_only.contains(name);
             match result {
                 _ if skipped => report.push_str(&format!("[+]{name} skipped: standby replica\n")),
@@ -142,16 +163,6 @@ pub fn spawn_probe<F, Fut>(
             }
         }
     });
-}
-
-/// A probe that asks an API server for its version: cheap, allowed for every
-/// authenticated identity, and fails when the server is unreachable.
-pub async fn apiserver_answers(client: kube::Client) -> Result<(), String> {
-    client
-        .apiserver_version()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("unreachable: {e}"))
 }
 
 #[cfg(test)]

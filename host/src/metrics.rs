@@ -57,6 +57,12 @@ pub struct ApiRequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerLabels {
+    /// `kcp` or `service`.
+    pub server: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CacheLabels {
     /// `compiled` (a miss), `disk` or `memory`.
     pub source: &'static str,
@@ -75,6 +81,14 @@ pub struct Metrics {
     pub plugin_call_seconds: Family<PluginLabels, Histogram>,
     pub component_loads: Family<CacheLabels, Gauge<i64, AtomicI64>>,
     pub api_requests: Family<ApiRequestLabels, Counter>,
+    /// Seconds requests waited for the client-side rate limiter.
+    pub rate_limiter_wait: Family<ServerLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    /// Writes refused because this replica's lease was not renewed in time.
+    pub fenced_writes: Counter,
+    /// 1 while this replica holds the leader lease (or runs without election).
+    pub leader: Gauge<i64, AtomicI64>,
+    /// Tokio tasks alive (read at each scrape): flat in steady state.
+    pub tasks: Gauge<i64, AtomicI64>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -146,8 +160,37 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Requests sent to kcp and the service cluster, by verb (an agent in steady state sends none but watches)",
         api_requests.clone(),
     );
+    let rate_limiter_wait =
+        Family::<ServerLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    registry.register(
+        "syncweave_client_rate_limiter_wait_seconds",
+        "Time requests waited for the client-side rate limit (--kcp-qps/--service-qps), by server",
+        rate_limiter_wait.clone(),
+    );
+    let fenced_writes = Counter::default();
+    registry.register(
+        "syncweave_fenced_writes",
+        "Writes refused before they left the process because the leader lease was not renewed in time",
+        fenced_writes.clone(),
+    );
+    let leader = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "syncweave_leader",
+        "1 while this replica holds the leader lease (or runs without leader election), else 0",
+        leader.clone(),
+    );
+    let tasks = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "syncweave_tasks",
+        "Async tasks alive in the agent (read at each scrape); should stay flat in steady state",
+        tasks.clone(),
+    );
     Metrics {
         registry,
+        tasks,
+        rate_limiter_wait,
+        fenced_writes,
+        leader,
         published_resources,
         reconciles,
         init_reconciles,
@@ -178,28 +221,28 @@ fn verb(req: &http::Request<kube::client::Body>) -> &'static str {
     }
 }
 
-/// A client for `cfg` whose requests are counted in
-/// `syncweave_api_requests_total{server}`.
-pub fn counted_client(
-    cfg: kube::Config,
-    server: &'static str,
-) -> Result<kube::Client, kube::Error> {
-    let count = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-        METRICS
-            .api_requests
+impl Metrics {
+    /// Count one request to `server`.
+    pub fn api_request(&self, server: &'static str, req: &http::Request<kube::client::Body>) {
+        self.api_requests
             .get_or_create(&ApiRequestLabels {
                 server,
-                verb: verb(&req),
+                verb: verb(req),
             })
             .inc();
-        req
-    });
-    Ok(kube::client::ClientBuilder::try_from(cfg)?
-        .with_layer(&count)
-        .build())
-}
+    }
 
-impl Metrics {
+    pub fn fenced_write(&self) {
+        self.fenced_writes.inc();
+    }
+
+    /// A request to `server` waited `waited` for the rate limiter.
+    pub fn rate_limited(&self, server: &'static str, waited: Duration) {
+        self.rate_limiter_wait
+            .get_or_create(&ServerLabels { server })
+            .inc_by(waited.as_secs_f64());
+    }
+
     pub fn reconciled(&self, pr: &str, result: &'static str, took: Duration) {
         self.reconciles
             .get_or_create(&ReconcileLabels {
@@ -231,6 +274,23 @@ impl Metrics {
             .set(depth as i64);
     }
 
+    /// A PublishedResource's sync stopped (deleted, or no longer selected):
+    /// its series go, so families do not grow with every PR ever seen.
+    pub fn forget_published_resource(&self, pr: &str) {
+        let l = PrLabels {
+            published_resource: pr.to_string(),
+        };
+        self.queue_depth.remove(&l);
+        self.objects_failing.remove(&l);
+        self.reconcile_seconds.remove(&l);
+        for result in ["success", "requeue", "error"] {
+            self.reconciles.remove(&ReconcileLabels {
+                published_resource: pr.to_string(),
+                result,
+            });
+        }
+    }
+
     pub fn set_objects_failing(&self, pr: &str, count: usize) {
         self.objects_failing
             .get_or_create(&PrLabels {
@@ -257,6 +317,9 @@ impl Metrics {
 
     /// The text exposition, with the component cache's counts read now.
     pub fn render(&self, runtime: Option<RuntimeStats>) -> String {
+        if let Ok(h) = tokio::runtime::Handle::try_current() {
+            self.tasks.set(h.metrics().num_alive_tasks() as i64);
+        }
         if let Some(s) = runtime {
             for (source, n) in [
                 ("compiled", s.compiled),
@@ -289,6 +352,22 @@ pub fn instrument(runtime: &syncweave_runtime::Runtime) {
         }));
     let rt = runtime.clone();
     let _ = RUNTIME_STATS.set(Box::new(move || rt.stats()));
+}
+
+#[cfg(test)]
+mod metric_pruning_tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_published_resource_leaves_no_series() {
+        let m = &METRICS;
+        m.reconciled("pruned-pr", "success", Duration::from_millis(3));
+        m.set_queue_depth("pruned-pr", 2);
+        m.set_objects_failing("pruned-pr", 1);
+        assert!(m.render(None).contains("published_resource=\"pruned-pr\""));
+        m.forget_published_resource("pruned-pr");
+        assert!(!m.render(None).contains("pruned-pr"), "{}", m.render(None));
+    }
 }
 
 #[cfg(test)]

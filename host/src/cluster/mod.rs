@@ -257,7 +257,7 @@ async fn register(a: RegisterArgs) -> anyhow::Result<()> {
     if a.output.as_os_str() == "-" {
         print!("{text}");
     } else {
-        std::fs::write(&a.output, &text)
+        write_secret_file(&a.output, text.as_bytes())
             .with_context(|| format!("writing {}", a.output.display()))?;
         step(&format!(
             "wrote {}: apply it to the physical cluster with\n    kubectl apply -f {}\n  then watch it with\n    kubectl get synctarget {name}",
@@ -266,6 +266,21 @@ async fn register(a: RegisterArgs) -> anyhow::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Write `bytes` to `path` readable by its owner only: the manifest holds a
+/// kcp token. An existing file is truncated and narrowed to 0600 too.
+fn write_secret_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(bytes)
 }
 
 /// Create the CRD in `yaml` unless it exists, and wait until it is served.
@@ -533,4 +548,24 @@ async fn unregister(a: UnregisterArgs) -> anyhow::Result<()> {
          remove the agent with `kubectl delete -f <the manifest>`"
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The manifest (it carries a kcp token) is owner-only, also when it
+    /// replaces a world-readable file.
+    #[test]
+    fn the_manifest_is_written_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("sw-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.yaml");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::write_secret_file(&path, b"token: x").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "token: x");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -167,12 +167,27 @@ pub fn workspace_client(kcp: &Config, workspace: &str) -> Result<Client, InitErr
     client_at(kcp, &url)
 }
 
+/// A client for `workspace` without the write fence, for leader election
+/// itself (it renews and releases the lease that opens the fence).
+pub fn lease_client(kcp: &Config, workspace: &str) -> Result<Client, InitError> {
+    let url = format!(
+        "{}/clusters/{workspace}",
+        base_of(&kcp.cluster_url.to_string())
+    );
+    let mut cfg = kcp.clone();
+    cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
+        InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
+    })?;
+    crate::client::build_unfenced(cfg, "lease")
+        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
+}
+
 fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
     let mut cfg = base.clone();
     cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
         InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
     })?;
-    crate::metrics::counted_client(cfg, "kcp")
+    crate::client::build(cfg, "kcp")
         .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
 }
 

@@ -176,7 +176,11 @@ impl KcpContext {
             self.slice_client.clone(),
             &kcpapi::apiexport_endpoint_slice(),
         );
-        let cfg = watcher::Config::default().fields(&format!("metadata.name={}", self.slice_name));
+        // Also kcp's heartbeat: re-opened every few seconds, so a kcp that
+        // hangs shows on /readyz (crate::client::heartbeat).
+        let cfg = watcher::Config::default()
+            .fields(&format!("metadata.name={}", self.slice_name))
+            .timeout(crate::client::heartbeat("kcp"));
         let mut stream = watcher(slices, cfg).boxed();
         let mut backoff = crate::backoff::Backoff::new(
             std::time::Duration::from_secs(1),
@@ -211,15 +215,42 @@ impl KcpContext {
 
     /// A client for `<vw_url>/clusters/<cluster>`; `cluster` may be `*` for
     /// wildcard list/watch across every bound workspace. Clients are cached.
+    /// A client for workspace `cluster` (or `*`) through the virtual
+    /// workspace at `vw_url`. Every workspace of a shard shares one client
+    /// and so one connection pool (and TLS setup); a workspace's client is a
+    /// thin view on it that puts `/clusters/<cluster>` before each path.
     pub fn vw_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
         let url = format!("{vw_url}/clusters/{cluster}");
-        let mut cache = self.vw_clients.lock().expect("vw client cache poisoned");
+        let mut cache = self.vw_clients.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cache.get(&url) {
             return Ok(c.clone());
         }
-        let c = client_for(&with_url(&self.base_config, &url)?)?;
+        let base = match cache.get(vw_url) {
+            Some(b) => b.clone(),
+            None => {
+                let b = client_for(&with_url(&self.base_config, vw_url)?)?;
+                cache.insert(vw_url.to_string(), b.clone());
+                b
+            }
+        };
+        let c = crate::client::with_path_prefix(&base, format!("/clusters/{cluster}"));
         cache.insert(url, c.clone());
         Ok(c)
+    }
+
+    /// Drop the clients of a shard that left the endpoint slice.
+    pub fn forget_vw(&self, vw_url: &str) {
+        self.vw_clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|u, _| u != vw_url && !u.starts_with(&format!("{vw_url}/clusters/")));
+    }
+
+    /// Clients held: (shard connection pools, workspace views).
+    pub fn vw_client_counts(&self) -> (usize, usize) {
+        let cache = self.vw_clients.lock().unwrap_or_else(|e| e.into_inner());
+        let views = cache.keys().filter(|u| u.contains("/clusters/")).count();
+        (cache.len() - views, views)
     }
 }
 
@@ -249,5 +280,5 @@ fn replace_if_changed(cur: &mut Vec<String>, new: &[String]) -> bool {
 }
 
 fn client_for(cfg: &Config) -> Result<Client, KcpError> {
-    crate::metrics::counted_client(cfg.clone(), "kcp").map_err(kube_err("building kcp client"))
+    crate::client::build(cfg.clone(), "kcp").map_err(kube_err("building kcp client"))
 }

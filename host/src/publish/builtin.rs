@@ -60,7 +60,7 @@ async fn get_json(client: &Client, path: &str) -> Result<Option<Value>, SchemaEr
     match client.request::<Value>(req).await {
         Ok(v) => Ok(Some(v)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
-        Err(source) => Err(SchemaError::Kube {
+        Err(source) => Err(SchemaError::Service {
             action: format!("reading {path} on the service cluster"),
             source,
         }),

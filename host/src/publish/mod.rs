@@ -20,7 +20,7 @@ use kube::Client;
 use kube::Resource;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher};
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +42,8 @@ pub struct PublishConfig {
     pub namespace: String,
     pub selector: String,
     pub disabled: Vec<String>,
+    /// How often synced objects are checked again (`--resync-period`).
+    pub resync: Duration,
 }
 
 struct Running {
@@ -63,6 +65,15 @@ pub struct Publisher {
     health: Arc<Health>,
     /// Wakes the publishing loop (watch events, object failures).
     wake: Arc<Notify>,
+    /// The PublishedResources, as the watch last saw them.
+    prs: Option<reflector::Store<PublishedResource>>,
+    /// Which CRDs the service cluster has.
+    crds: Arc<schema::CrdIndex>,
+    /// The inputs of the last pass that left nothing pending: a pass over
+    /// the same inputs would do nothing, so it is skipped (and sends nothing).
+    settled_inputs: Option<u64>,
+    /// The state Secrets, one cache for every sync of this agent.
+    state: StateStore,
 }
 
 impl Publisher {
@@ -73,6 +84,7 @@ impl Publisher {
         plugins: PluginHost,
         health: Arc<Health>,
     ) -> Self {
+        let state = StateStore::new(service.clone(), &cfg.namespace);
         Publisher {
             health,
             wake: Arc::new(Notify::new()),
@@ -82,6 +94,10 @@ impl Publisher {
             service,
             plugins,
             running: HashMap::new(),
+            prs: None,
+            crds: Default::default(),
+            settled_inputs: None,
+            state,
         }
     }
 
@@ -95,12 +111,15 @@ impl Publisher {
         let mut watches = tokio::task::JoinSet::new();
         let prs: Api<PublishedResource> = Api::all(self.service.clone());
         let pr_cfg = watcher::Config::default().labels(&self.cfg.selector);
-        watches.spawn(wake_on_events(watcher(prs, pr_cfg).boxed(), wake.clone()));
-        let crds: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
+        let (pr_store, pr_writer) = reflector::store();
         watches.spawn(wake_on_events(
-            watcher(crds, watcher::Config::default()).boxed(),
+            reflector::reflector(pr_writer, watcher(prs, pr_cfg)).boxed(),
             wake.clone(),
         ));
+        self.prs = Some(pr_store.clone());
+        let crds: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
+        watches.spawn(feed_crd_index(crds, self.crds.clone(), wake.clone()));
+        watches.spawn(feed_state_cache(self.state.clone()));
         // The slice gains its URLs when the first workspace binds the export:
         // react at once rather than on the next (backed-off) retry.
         let slices: Api<DynamicObject> = Api::all_with(
@@ -127,18 +146,31 @@ impl Publisher {
         // that fails to load) is retried soon, then less and less often:
         // the same failure must not be retried and logged every second.
         let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(60));
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = pr_store.wait_until_ready() => if r.is_err() { return },
+        }
         loop {
-            let pending = match self.pass().await {
-                Ok(p) => {
-                    self.health.ok(crate::agent::CHECK_SYNC);
-                    p
-                }
-                Err(e) => {
-                    let retry_in = backoff.peek();
-                    warn!(error = %e, ?retry_in, "publishing pass failed; retrying");
-                    self.health
-                        .fail(crate::agent::CHECK_SYNC, format!("publishing: {e}"));
-                    true
+            let inputs = self.inputs();
+            let pending = if self.settled_inputs == Some(inputs) {
+                false
+            } else {
+                self.settled_inputs = None;
+                match self.pass().await {
+                    Ok(p) => {
+                        self.health.ok(crate::agent::CHECK_SYNC);
+                        if !p {
+                            self.settled_inputs = Some(inputs);
+                        }
+                        p
+                    }
+                    Err(e) => {
+                        let retry_in = backoff.peek();
+                        warn!(error = %e, ?retry_in, "publishing pass failed; retrying");
+                        self.health
+                            .fail(crate::agent::CHECK_SYNC, format!("publishing: {e}"));
+                        true
+                    }
                 }
             };
             let idle = if pending {
@@ -162,23 +194,62 @@ impl Publisher {
         watches.abort_all();
     }
 
+    /// The PublishedResources, from the watch's store once it has listed.
+    async fn published_resources(&self) -> anyhow::Result<Vec<Arc<PublishedResource>>> {
+        if let Some(store) = &self.prs {
+            let mut prs = store.state();
+            prs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            return Ok(prs);
+        }
+        let api: Api<PublishedResource> = Api::all(self.service.clone());
+        let list = api
+            .list(&ListParams::default().labels(&self.cfg.selector))
+            .await?;
+        Ok(list.items.into_iter().map(Arc::new).collect())
+    }
+
+    /// Everything a pass reads, hashed: the PublishedResources (any change,
+    /// status included), the CRDs, the endpoint slice's URLs, the WasmPlugin
+    /// digests in use and the failing objects of each running sync.
+    fn inputs(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut prs = self.prs.as_ref().map(|s| s.state()).unwrap_or_default();
+        prs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        for pr in &prs {
+            (
+                &pr.metadata.name,
+                &pr.metadata.uid,
+                &pr.metadata.resource_version,
+            )
+                .hash(&mut h);
+            self.wasm_plugins_in_use(pr).1.hash(&mut h);
+        }
+        self.crds.versions().hash(&mut h);
+        self.kcp.endpoints().borrow().hash(&mut h);
+        let mut running: Vec<_> = self.running.iter().collect();
+        running.sort_by_key(|(n, _)| n.as_str());
+        for (name, r) in running {
+            (name, r.ctx.failures.summary()).hash(&mut h);
+        }
+        h.finish()
+    }
+
     /// One pass over all PublishedResources. Returns whether something is
     /// still waiting (so the next pass should come soon).
     async fn pass(&mut self) -> anyhow::Result<bool> {
         let api: Api<PublishedResource> = Api::all(self.service.clone());
-        let prs = api
-            .list(&ListParams::default().labels(&self.cfg.selector))
-            .await?;
+        let prs = self.published_resources().await?;
         crate::metrics::METRICS
             .published_resources
-            .set(prs.items.len() as i64);
+            .set(prs.len() as i64);
         let mut pending = false;
         let mut schemas = BTreeMap::new();
         let mut ready = Vec::new();
 
         for pr in prs
-            .items
             .iter()
+            .map(|p| &**p)
             .filter(|p| p.metadata.deletion_timestamp.is_none())
         {
             let name = pr.metadata.name.clone().unwrap_or_default();
@@ -259,11 +330,25 @@ impl Publisher {
             "PublishedResource {name}: {}",
             unsupported.join("; ")
         );
-        let crd = schema::find_crd(&self.service, pr).await?;
+        let crd = schema::find_crd(&self.service, &self.crds, pr).await?;
         // Version selection and projection both run in the projector plugin;
         // the service side keeps the CRD's own storage version.
         let projected = self.plugins.project(pr, &crd).await?;
         let resolved = schema::to_schema(&crd, &projected, &self.cfg.agent_name);
+        let (group, plural) = (&resolved.remote.ar.group, &resolved.remote.ar.plural);
+        anyhow::ensure!(
+            !schema::served_by_kcp(group, plural),
+            "PublishedResource {name}: spec.projection.group: kcp serves {} {plural} in every \
+             workspace itself; published as they are, the agent would take hold of the consumers' \
+             own {plural}. Set spec.projection.group to an API group of your own (e.g. \
+             `{}.example.com`), or spec.projection.resource to another name",
+            if group.is_empty() {
+                "core/v1".to_string()
+            } else {
+                group.clone()
+            },
+            resolved.remote.ar.kind.to_lowercase()
+        );
         let unsupported = crate::apis::unsupported_for_scope(&pr.spec, resolved.remote.namespaced);
         anyhow::ensure!(
             unsupported.is_empty(),
@@ -372,6 +457,7 @@ impl Publisher {
             }
             info!(published_resource = %name, "stopping sync controller");
             r.cancel.cancel();
+            crate::metrics::METRICS.forget_published_resource(name);
             false
         });
         pending
@@ -457,7 +543,7 @@ impl Publisher {
             }),
             namespaces: Default::default(),
             service: self.service.clone(),
-            state: StateStore::new(self.service.clone(), &self.cfg.namespace),
+            state: self.state.clone(),
             plugins: std::sync::RwLock::new(Arc::new(self.plugin_set(pr, resolved).await?)),
             resync_all: Default::default(),
             resource_filter,
@@ -467,6 +553,10 @@ impl Publisher {
             failures: Failures::new(self.wake.clone()),
             related_kinds: Default::default(),
             related_caches: Default::default(),
+            convergence: Default::default(),
+            recorder: Default::default(),
+            resync: self.cfg.resync,
+            in_sync: Default::default(),
         };
         let ctx = Arc::new(ctx);
         let cancel = CancellationToken::new();
@@ -503,8 +593,17 @@ impl Publisher {
         reason: &str,
         message: &str,
     ) {
-        let Ok(pr) = api.get_status(name).await else {
-            return;
+        // The watch's copy: the condition is compared without a request.
+        let cached = self
+            .prs
+            .as_ref()
+            .and_then(|s| s.get(&reflector::ObjectRef::new(name)));
+        let pr = match cached {
+            Some(pr) => pr,
+            None => match api.get_status(name).await {
+                Ok(pr) => Arc::new(pr),
+                Err(_) => return,
+            },
         };
         let current = pr
             .status
@@ -592,6 +691,56 @@ fn permission_claims(
         }
     }
     claims
+}
+
+/// Keep the agent's one cache of state Secrets current (every sync reads
+/// it; a sync in steady state reads no Secret from the API).
+async fn feed_state_cache(state: StateStore) {
+    use crate::sync::cache::Change;
+    use crate::sync::labels::OBJECT_STATE_LABEL;
+    // Also the service cluster's heartbeat: re-opened every few seconds, so
+    // a server that hangs shows on /readyz (crate::client::heartbeat).
+    let cfg = watcher::Config::default()
+        .labels(&format!("{OBJECT_STATE_LABEL}=true"))
+        .timeout(crate::client::heartbeat("service"));
+    let cache = state.cache();
+    let mut stream = watcher(state.api(), cfg).boxed();
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                backoff.reset();
+                cache.feed(Change::from(ev), |_, _| vec![]);
+            }
+            Err(e) => {
+                let retry_in = backoff.next_delay();
+                warn!(error = %e, ?retry_in, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)");
+                tokio::time::sleep(retry_in).await;
+            }
+        }
+    }
+}
+
+/// Keep `index` current from a watch of the CRDs, waking the publisher on
+/// every change.
+async fn feed_crd_index(api: Api<DynamicObject>, index: Arc<schema::CrdIndex>, wake: Arc<Notify>) {
+    use crate::sync::cache::Change;
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                backoff.reset();
+                index.feed(Change::from(ev));
+                wake.notify_one();
+            }
+            Err(e) => {
+                let retry_in = backoff.next_delay();
+                warn!(error = %e, ?retry_in, "watching CustomResourceDefinitions failed; retrying");
+                tokio::time::sleep(retry_in).await;
+            }
+        }
+    }
 }
 
 async fn wake_on_events<S, T>(mut stream: S, wake: Arc<Notify>)

@@ -6,6 +6,8 @@
 //! byte (see [`schema_name`]), so schemas an upstream agent created are
 //! found and reused.
 
+use std::collections::BTreeMap;
+
 use kube::Client;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
@@ -36,6 +38,23 @@ pub enum SchemaError {
         #[source]
         source: kube::Error,
     },
+    /// A request to the service cluster failed.
+    #[error("{action}: {source}{}", service_forbidden_hint(source))]
+    Service {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn service_forbidden_hint(err: &kube::Error) -> &'static str {
+    match err {
+        kube::Error::Api(s) if s.code == 403 => {
+            "; the service cluster refused the agent's identity (--kubeconfig or its \
+             ServiceAccount): grant what docs/rbac.md lists for the sync role"
+        }
+        _ => "",
+    }
 }
 
 /// A PublishedResource resolved against the service cluster.
@@ -50,25 +69,159 @@ pub struct Resolved {
     pub schema: Value,
 }
 
-/// Find the CRD for a PublishedResource's group and kind.
-pub async fn find_crd(service: &Client, pr: &PublishedResource) -> Result<Value, SchemaError> {
+/// CRD name → (group, kind, resourceVersion).
+type CrdEntries = BTreeMap<String, (String, String, String)>;
+
+/// Which CRDs the service cluster has: name → (group, kind,
+/// resourceVersion), fed by the publisher's CRD watch. Only this much is
+/// kept (a cluster's CRDs with their schemas can take tens of MB); the one
+/// CRD a PublishedResource needs is read when it is resolved.
+#[derive(Debug, Default)]
+pub struct CrdIndex {
+    crds: std::sync::Mutex<CrdEntries>,
+    /// Filled during a (re-)list, swapped in when it is done, so lookups
+    /// meanwhile still see the previous list.
+    relisting: std::sync::Mutex<Option<CrdEntries>>,
+    listed: std::sync::atomic::AtomicBool,
+}
+
+impl CrdIndex {
+    /// Apply one watch event of the CRD watch.
+    pub fn feed(&self, change: crate::sync::cache::Change<DynamicObject>) {
+        use crate::sync::cache::Change;
+        let entry = |o: &DynamicObject| {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            let group = o.data["spec"]["group"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let kind = o.data["spec"]["names"]["kind"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let rv = o.metadata.resource_version.clone().unwrap_or_default();
+            (name, (group, kind, rv))
+        };
+        let mut relisting = self.relisting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut crds = self.crds.lock().unwrap_or_else(|e| e.into_inner());
+        match change {
+            Change::ListStart => *relisting = Some(BTreeMap::new()),
+            Change::Listed(o) => {
+                let (name, e) = entry(&o);
+                relisting.get_or_insert_with(BTreeMap::new).insert(name, e);
+            }
+            Change::ListDone => {
+                *crds = relisting.take().unwrap_or_default();
+                self.listed
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            Change::Apply(o) => {
+                let (name, e) = entry(&o);
+                crds.insert(name, e);
+            }
+            Change::Delete(o) => {
+                crds.remove(&entry(&o).0);
+            }
+        }
+    }
+
+    pub fn listed(&self) -> bool {
+        self.listed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The name of the CRD of `group`/`kind`, if the cluster has one.
+    pub fn name_of(&self, group: &str, kind: &str) -> Option<String> {
+        let crds = self.crds.lock().unwrap_or_else(|e| e.into_inner());
+        crds.iter()
+            .find(|(_, (g, k, _))| g == group && k == kind)
+            .map(|(n, _)| n.clone())
+    }
+
+    /// Every CRD's name and resourceVersion: changes when any CRD does.
+    pub fn versions(&self) -> String {
+        let crds = self.crds.lock().unwrap_or_else(|e| e.into_inner());
+        crds.iter()
+            .map(|(n, (_, _, rv))| format!("{n}={rv}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Resources kcp itself serves in every workspace. Published as they are,
+/// kcp would let the export's schema stand beside its own, and the agent
+/// would take hold of the consumers' own objects (add its finalizer to
+/// every ServiceAccount, copy every Secret): such a PublishedResource needs
+/// `projection.group` (or `projection.resource`).
+pub fn served_by_kcp(group: &str, resource: &str) -> bool {
+    const CORE: &[&str] = &[
+        "namespaces",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "events",
+        "limitranges",
+        "resourcequotas",
+    ];
+    const GROUPS: &[&str] = &[
+        "rbac.authorization.k8s.io",
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "certificates.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+    ];
+    match group {
+        "" | "core" => CORE.contains(&resource),
+        g => GROUPS.contains(&g) || g == "kcp.io" || g.ends_with(".kcp.io"),
+    }
+}
+
+/// Find the CRD for a PublishedResource's group and kind: by name from
+/// `index` once it has listed (one GET), else by listing them all.
+pub async fn find_crd(
+    service: &Client,
+    index: &CrdIndex,
+    pr: &PublishedResource,
+) -> Result<Value, SchemaError> {
     let api: Api<DynamicObject> = Api::all_with(service.clone(), &kcpapi::crd());
-    let crds = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| SchemaError::Kube {
-            action: "listing CustomResourceDefinitions on the service cluster".into(),
-            source,
-        })?;
     let pr_name = pr.metadata.name.clone().unwrap_or_default();
-    let crd = crds
-        .items
-        .into_iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .find(|c| {
-            c["spec"]["group"] == pr.spec.resource.api_group.as_str()
-                && c["spec"]["names"]["kind"] == pr.spec.resource.kind.as_str()
-        });
+    let (group, kind) = (&pr.spec.resource.api_group, &pr.spec.resource.kind);
+    let crd = if index.listed() {
+        match index.name_of(group, kind) {
+            // A list by name: `list` is what the agent may do on CRDs.
+            Some(name) => api
+                .list(&ListParams::default().fields(&format!("metadata.name={name}")))
+                .await
+                .map_err(|source| SchemaError::Service {
+                    action: format!(
+                        "reading CustomResourceDefinition {name} on the service cluster"
+                    ),
+                    source,
+                })?
+                .items
+                .into_iter()
+                .next()
+                .and_then(|c| serde_json::to_value(c).ok()),
+            None => None,
+        }
+    } else {
+        let crds =
+            api.list(&ListParams::default())
+                .await
+                .map_err(|source| SchemaError::Service {
+                    action: "listing CustomResourceDefinitions on the service cluster".into(),
+                    source,
+                })?;
+        crds.items
+            .into_iter()
+            .filter_map(|c| serde_json::to_value(c).ok())
+            .find(|c| {
+                c["spec"]["group"] == group.as_str() && c["spec"]["names"]["kind"] == kind.as_str()
+            })
+    };
     if let Some(crd) = crd {
         return Ok(crd);
     }
@@ -313,6 +466,21 @@ pub fn group_resource_of(schema_name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_kcp_serves_itself() {
+        assert!(served_by_kcp("", "serviceaccounts"));
+        assert!(served_by_kcp("", "secrets"));
+        assert!(served_by_kcp("rbac.authorization.k8s.io", "roles"));
+        assert!(served_by_kcp("apis.kcp.io", "apiexports"));
+        assert!(
+            !served_by_kcp("", "services"),
+            "the legacy syncer's Services"
+        );
+        assert!(!served_by_kcp("", "pods"));
+        assert!(!served_by_kcp("apps", "deployments"));
+        assert!(!served_by_kcp("example.com", "serviceaccounts"));
+    }
 
     fn crd() -> Value {
         json!({

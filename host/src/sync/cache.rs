@@ -39,6 +39,19 @@ pub enum Change<K> {
     Delete(K),
 }
 
+impl<K> From<kube::runtime::watcher::Event<K>> for Change<K> {
+    fn from(ev: kube::runtime::watcher::Event<K>) -> Self {
+        use kube::runtime::watcher::Event;
+        match ev {
+            Event::Init => Change::ListStart,
+            Event::InitApply(o) => Change::Listed(o),
+            Event::InitDone => Change::ListDone,
+            Event::Apply(o) => Change::Apply(o),
+            Event::Delete(o) => Change::Delete(o),
+        }
+    }
+}
+
 /// One cached object: its JSON and its resource version.
 struct Packed {
     json: Box<[u8]>,
@@ -141,9 +154,15 @@ impl KcpCache {
         inner.routes.insert(key.cluster.clone(), url.clone());
         if let Some(e) = inner.objects.get(&key)
             && *e.url == **url
-            && e.obj.newer_than(rv)
         {
-            return Some(key);
+            // The echo of the agent's own write (written through already):
+            // the reconcile that wrote it has handled it.
+            if rv.is_some() && e.obj.rv == rv {
+                return None;
+            }
+            if e.obj.newer_than(rv) {
+                return Some(key);
+            }
         }
         match packed {
             Some(obj) => {
@@ -265,6 +284,11 @@ impl KcpCache {
 
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         self.read().objects.get(key).and_then(|e| e.obj.unpack())
+    }
+
+    /// The resourceVersion of the cached `key`, without decoding it.
+    pub fn resource_version(&self, key: &ObjectKey) -> Option<u64> {
+        self.read().objects.get(key).and_then(|e| e.obj.rv)
     }
 
     /// Every cached object's key.
@@ -471,7 +495,15 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
                 vec![]
             }
             Change::Apply(v) => {
-                let keys = keys_of(&v, false);
+                // The echo of the agent's own write (written through
+                // already) needs no reconcile: its writer handled it.
+                let rv = v.meta().resource_version.clone();
+                let echo =
+                    rv.is_some()
+                        && self.read().objects.get(&object_ref(&v)).is_some_and(|e| {
+                            e.obj.rv == rv.as_deref().and_then(|r| r.parse().ok())
+                        });
+                let keys = if echo { vec![] } else { keys_of(&v, false) };
                 self.apply(v);
                 keys
             }
@@ -488,6 +520,16 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         let all = self.get_all(key);
         match all.len() {
             1 => all.into_iter().next(),
+            _ => None,
+        }
+    }
+
+    /// The resourceVersion of the one object with lookup key `key`,
+    /// without decoding it; `None` if there is none or more than one.
+    pub fn resource_version(&self, key: &str) -> Option<u64> {
+        let inner = self.read();
+        match inner.index.get(key).map(Vec::as_slice) {
+            Some([oref]) => inner.objects.get(oref)?.obj.rv,
             _ => None,
         }
     }
@@ -564,6 +606,19 @@ mod tests {
             namespace: Some("default".into()),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn resource_versions_are_read_without_decoding() {
+        let c = KcpCache::new();
+        let url: Arc<str> = "https://shard".into();
+        c.apply(&url, obj("a", "x", "7"));
+        assert_eq!(c.resource_version(&key("a", "x")), Some(7));
+        assert_eq!(c.resource_version(&key("a", "y")), None);
+        let s = Store::new(|o: &DynamicObject| o.metadata.name.clone());
+        s.apply(obj("a", "x", "9"));
+        assert_eq!(s.resource_version("x"), Some(9));
+        assert_eq!(s.resource_version("nope"), None);
     }
 
     #[test]

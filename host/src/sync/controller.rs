@@ -38,7 +38,7 @@ pub const WORKERS: usize = 4;
 /// `watch` and Namespace labels (`filter.namespace`) have no event that
 /// leads to their primary, so there it stays at 30 s (upstream requeues
 /// every object every 5 s).
-const RESYNC: Duration = Duration::from_secs(300);
+/// (The default period is `--resync-period`, 5 minutes.)
 const RESYNC_UNWATCHED: Duration = Duration::from_secs(30);
 /// How long workers wait for the first list of every shard before they
 /// start anyway (a shard that cannot be listed must not hold up the others).
@@ -65,23 +65,13 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             .await;
         }
     };
-    // The state Secrets, so a reconcile of an object in sync reads nothing
-    // from the API.
-    let state_watch = {
-        let (ctx, queue) = (ctx.clone(), queue.clone());
-        async move {
-            let cfg = watcher::Config::default().labels(&format!("{OBJECT_STATE_LABEL}=true"));
-            let cache = ctx.state.cache();
-            watch_loop("state", ctx.state.api(), cfg, queue, move |ev| {
-                cache.feed(ev, |_, _| vec![])
-            })
-            .await;
-        }
-    };
+    // (The state Secrets are cached once per agent, by the publisher: see
+    // `publish::feed_state_cache`.)
     let mut tasks = JoinSet::new();
+    tasks.spawn(ctx.recorder.clone().run());
+    tasks.spawn(summarise_failures(ctx.clone()));
     tasks.spawn(follow_shards(ctx.clone(), queue.clone()));
     tasks.spawn(local_watch);
-    tasks.spawn(state_watch);
     // Related objects on the service cluster, cached (kcp-side ones are
     // watched per shard); with `watch`, a change enqueues the primary.
     for gvr in super::related_cache::kinds(&ctx, true) {
@@ -148,9 +138,9 @@ impl Reconciler for SyncContext {
     }
     fn resync_period(&self) -> Duration {
         if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
-            RESYNC
+            self.resync
         } else {
-            RESYNC_UNWATCHED
+            RESYNC_UNWATCHED.min(self.resync)
         }
     }
 }
@@ -197,7 +187,7 @@ async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
         };
         ctx.record(&key, &result).await;
         let label = match &result {
-            Ok(Outcome::Done) => "success",
+            Ok(Outcome::Done | Outcome::Gone) => "success",
             Ok(Outcome::Requeue(_)) => "requeue",
             Err(_) => "error",
         };
@@ -208,6 +198,7 @@ async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
                 queue.forget(&key);
                 queue.add_after(key.clone(), ctx.resync_period());
             }
+            Ok(Outcome::Gone) => queue.remove(&key),
             Ok(Outcome::Requeue(d)) => {
                 queue.forget(&key);
                 if d.is_zero() {
@@ -217,12 +208,32 @@ async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
                 }
                 queue.add_after(key.clone(), d);
             }
-            Err(e) => {
-                warn!(%key, error = %e, "reconciling failed; will retry");
-                queue.add_rate_limited(key.clone());
-            }
+            Err(_) => queue.add_rate_limited(key.clone()),
         }
         queue.done(&key);
+    }
+}
+
+/// How often failing objects are summarised in the log.
+const FAILURE_SUMMARY_EVERY: Duration = Duration::from_secs(60);
+
+/// Every minute while objects fail: one line per PublishedResource with how
+/// many fail and their commonest causes, instead of a line per retry.
+async fn summarise_failures(ctx: Arc<SyncContext>) {
+    let mut tick = tokio::time::interval(FAILURE_SUMMARY_EVERY);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let (n, causes) = ctx.failures.by_cause(3);
+        if n == 0 {
+            continue;
+        }
+        let causes = causes
+            .iter()
+            .map(|(n, c)| format!("{n}× {c}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        warn!(published_resource = %ctx.published_resource, failing = n, %causes, "objects failing");
     }
 }
 
@@ -271,6 +282,7 @@ async fn follow_shards(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) 
             shards.remove(&url);
             let dropped = ctx.cache.forget_url(&url);
             ctx.related_caches.forget_url(&url);
+            ctx.kcp.forget_vw(&url);
             info!(published_resource = %ctx.published_resource, %url, objects = dropped.len(), "shard left the endpoint slice; stopped watching it");
         }
         for url in urls {
@@ -351,14 +363,7 @@ pub(super) async fn watch_loop<K, F>(
         match stream.try_next().await {
             Ok(Some(ev)) => {
                 backoff.reset();
-                let change = match ev {
-                    watcher::Event::Init => Change::ListStart,
-                    watcher::Event::InitApply(o) => Change::Listed(o),
-                    watcher::Event::InitDone => Change::ListDone,
-                    watcher::Event::Apply(o) => Change::Apply(o),
-                    watcher::Event::Delete(o) => Change::Delete(o),
-                };
-                for k in on_change(change) {
+                for k in on_change(Change::from(ev)) {
                     debug!(side, key = %k, "event");
                     queue.add(k);
                 }
@@ -410,6 +415,8 @@ mod tests {
 
     use super::*;
     use crate::sync::syncer::SyncError;
+
+    const RESYNC: Duration = Duration::from_secs(300);
 
     /// Panics on the first reconcile of `bad`, fails the second, then
     /// succeeds; counts calls per key.
@@ -463,6 +470,90 @@ mod tests {
             namespace: None,
             name: name.into(),
         }
+    }
+
+    /// Objects that exist until removed from the set: reconciles of an
+    /// existing key are `Done`, of a removed one `Gone`.
+    #[derive(Default)]
+    struct Objects {
+        existing: Mutex<std::collections::HashSet<String>>,
+        reconciles: AtomicUsize,
+    }
+
+    impl Reconciler for Objects {
+        fn name(&self) -> &str {
+            "objects"
+        }
+        fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
+            Box::pin(async move {
+                self.reconciles.fetch_add(1, Ordering::SeqCst);
+                if self.existing.lock().unwrap().contains(&key.name) {
+                    Ok(Outcome::Done)
+                } else {
+                    Ok(Outcome::Gone)
+                }
+            })
+        }
+        fn record<'a>(&'a self, _: &'a ObjectKey, _: &'a ReconcileResult) -> BoxFuture<'a, ()> {
+            Box::pin(async {})
+        }
+        fn failing(&self) -> usize {
+            0
+        }
+        fn resync_period(&self) -> Duration {
+            RESYNC
+        }
+    }
+
+    /// Bounded memory: 10 000 objects are created (each reconciled once and
+    /// scheduled for its resync: one entry and one timer each), then deleted
+    /// (the watch's delete event enqueues each key once more): the scheduler
+    /// ends with no entry and no timer, and the resync period passing
+    /// reconciles nothing.
+    #[tokio::test(start_paused = true)]
+    async fn deleted_keys_leave_no_entry_and_no_timer() {
+        const N: usize = 10_000;
+        let queue: Arc<WorkQueue<ObjectKey>> =
+            WorkQueue::new(Duration::from_millis(5), Duration::from_secs(30));
+        let ctx = Arc::new(Objects::default());
+        let supervisor = tokio::spawn(supervise_workers(ctx.clone(), queue.clone()));
+        let wait_for = |n: usize| {
+            let ctx = ctx.clone();
+            async move {
+                while ctx.reconciles.load(Ordering::SeqCst) < n {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+        };
+        for i in 0..N {
+            let name = format!("obj-{i}");
+            ctx.existing.lock().unwrap().insert(name.clone());
+            queue.add(key(&name));
+        }
+        wait_for(N).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(queue.scheduled_len(), N, "one resync entry per object");
+        assert_eq!(queue.timers_len(), N, "one timer per object");
+
+        ctx.existing.lock().unwrap().clear();
+        for i in 0..N {
+            queue.add(key(&format!("obj-{i}")));
+        }
+        wait_for(2 * N).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(queue.scheduled_len(), 0, "entries left after deletion");
+        assert_eq!(queue.timers_len(), 0, "timers left after deletion");
+        assert_eq!(queue.failures_len(), 0);
+        assert!(queue.is_empty());
+
+        tokio::time::sleep(RESYNC * 2).await;
+        assert_eq!(
+            ctx.reconciles.load(Ordering::SeqCst),
+            2 * N,
+            "a deleted object is never reconciled again"
+        );
+        queue.shut_down();
+        supervisor.abort();
     }
 
     /// A reconcile that panics neither kills the workers nor loses the key:

@@ -87,6 +87,106 @@ pub async fn post(client: kube::Client, event: Event) {
     }
 }
 
+/// How long the same Event about the same object is not posted again
+/// (client-go's spam filter keeps a similar window).
+const REPEAT_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+/// Events waiting to be posted; beyond this they are dropped (and counted):
+/// Events are best effort and must not pile up during an outage.
+const BACKLOG: usize = 1024;
+/// Distinct recent Events remembered for de-duplication.
+const REMEMBERED: usize = 10_000;
+
+/// Posts one PublishedResource's Events: the same Event (object, reason,
+/// message) is posted once per [`REPEAT_WINDOW`], through one bounded queue
+/// and one task, so 10 000 failing objects retried every 30 s cost 10 000
+/// Events per window, not 20 000 a minute, and no task per Event.
+pub struct Recorder {
+    tx: tokio::sync::mpsc::Sender<(kube::Client, Event)>,
+    rx: Mutex<Option<tokio::sync::mpsc::Receiver<(kube::Client, Event)>>>,
+    recent: Mutex<std::collections::HashMap<u64, tokio::time::Instant>>,
+    dropped: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        let (tx, rx) = tokio::sync::mpsc::channel(BACKLOG);
+        Recorder {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            recent: Default::default(),
+            dropped: Default::default(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Queue `event` for posting with `client`, unless it is a Warning
+    /// posted the same within the window (a failure retried with backoff).
+    /// Normal Events mark a change each and are always posted. Returns
+    /// whether it was queued.
+    pub fn record(&self, client: kube::Client, event: Event) -> bool {
+        if event.type_.as_deref() != Some("Warning") {
+            return self.send(client, event);
+        }
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            &event.involved_object.uid,
+            &event.involved_object.namespace,
+            &event.involved_object.name,
+            &event.reason,
+            &event.message,
+        )
+            .hash(&mut h);
+        let id = h.finish();
+        let now = tokio::time::Instant::now();
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            if recent
+                .get(&id)
+                .is_some_and(|at| now.duration_since(*at) < REPEAT_WINDOW)
+            {
+                return false;
+            }
+            if recent.len() >= REMEMBERED {
+                recent.retain(|_, at| now.duration_since(*at) < REPEAT_WINDOW);
+                if recent.len() >= REMEMBERED {
+                    // All recent: forget the lot rather than grow.
+                    recent.clear();
+                }
+            }
+            recent.insert(id, now);
+        }
+        self.send(client, event)
+    }
+
+    fn send(&self, client: kube::Client, event: Event) -> bool {
+        if self.tx.try_send((client, event)).is_err() {
+            self.dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Events dropped because the backlog was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Post queued Events until the recorder is dropped; run once, by the
+    /// sync controller's supervisor.
+    pub async fn run(self: std::sync::Arc<Self>) {
+        let Some(mut rx) = self.rx.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return;
+        };
+        drop(self);
+        while let Some((client, event)) = rx.recv().await {
+            post(client, event).await;
+        }
+    }
+}
+
 /// Objects of one PublishedResource whose last reconcile failed, with the
 /// error. The publisher turns a non-empty set into `Ready=False`.
 #[derive(Debug, Default)]
@@ -105,20 +205,42 @@ impl Failures {
         })
     }
 
-    pub fn failed(&self, key: &ObjectKey, error: String) {
+    /// Record a failure; `true` when it is news (the object was not
+    /// failing, or fails for another reason now), which is worth a log line.
+    pub fn failed(&self, key: &ObjectKey, error: String) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
         let was_empty = f.is_empty();
-        f.insert(key.clone(), error);
+        let previous = f.insert(key.clone(), error.clone());
         if was_empty {
             self.changed.notify_one();
         }
+        previous.is_none_or(|p| p != error)
     }
 
-    pub fn succeeded(&self, key: &ObjectKey) {
+    /// Record a success; `true` when the object was failing until now.
+    pub fn succeeded(&self, key: &ObjectKey) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        if f.remove(key).is_some() && f.is_empty() {
+        let recovered = f.remove(key).is_some();
+        if recovered && f.is_empty() {
             self.changed.notify_one();
         }
+        recovered
+    }
+
+    /// The failing objects grouped by cause (the error with the object's
+    /// own name taken out), largest group first, at most `max` groups:
+    /// what a periodic log line summarises.
+    pub fn by_cause(&self, max: usize) -> (usize, Vec<(usize, String)>) {
+        let f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+        for (key, error) in f.iter() {
+            let cause = error.replace(&key.to_string(), "<object>");
+            *groups.entry(cause).or_default() += 1;
+        }
+        let mut groups: Vec<(usize, String)> = groups.into_iter().map(|(c, n)| (n, c)).collect();
+        groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        groups.truncate(max);
+        (f.len(), groups)
     }
 
     pub fn len(&self) -> usize {
@@ -154,6 +276,47 @@ mod tests {
     }
 
     #[test]
+    fn only_news_is_worth_a_log_line() {
+        let f = Failures::new(Arc::new(Notify::new()));
+        assert!(
+            f.failed(&key("a"), "kcp: connection refused".into()),
+            "first failure"
+        );
+        assert!(
+            !f.failed(&key("a"), "kcp: connection refused".into()),
+            "a repeat"
+        );
+        assert!(f.failed(&key("a"), "conflict".into()), "another cause");
+        assert!(f.succeeded(&key("a")), "a recovery");
+        assert!(!f.succeeded(&key("a")), "not failing: nothing to say");
+    }
+
+    #[test]
+    fn failures_group_by_cause() {
+        let f = Failures::new(Arc::new(Notify::new()));
+        for n in ["a", "b", "c"] {
+            let k = key(n);
+            f.failed(
+                &k,
+                format!("patching service copy of {k}: connection refused"),
+            );
+        }
+        f.failed(&key("d"), "mutating: bad output".into());
+        let (n, groups) = f.by_cause(5);
+        assert_eq!(n, 4);
+        assert_eq!(
+            groups,
+            vec![
+                (
+                    3,
+                    "patching service copy of <object>: connection refused".into()
+                ),
+                (1, "mutating: bad output".into())
+            ]
+        );
+    }
+
+    #[test]
     fn failures_summarise_and_clear() {
         let f = Failures::new(Arc::new(Notify::new()));
         assert_eq!(f.summary(), None);
@@ -167,6 +330,46 @@ mod tests {
         f.succeeded(&key("a"));
         f.succeeded(&key("b"));
         assert_eq!(f.summary(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_recorder_posts_an_event_once_per_window() {
+        let client = {
+            // A client that is never used (nothing runs the recorder here).
+            let cfg = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+            kube::Client::try_from(cfg).unwrap()
+        };
+        let r = Recorder::default();
+        let mut obj = DynamicObject::new(
+            "x",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "example.com",
+                "v1",
+                "CronTab",
+            )),
+        );
+        obj.metadata.uid = Some("u1".into());
+        let ev = |m: &str| event_for(&obj, "agent", true, RECONCILING_ERROR, m);
+        // Normal Events (a change each) are never de-duplicated.
+        let normal = event_for(&obj, "agent", false, OBJECT_SYNCED, "synced");
+        assert!(r.record(client.clone(), normal.clone()));
+        assert!(r.record(client.clone(), normal));
+        assert!(r.record(client.clone(), ev("boom")));
+        assert!(!r.record(client.clone(), ev("boom")), "a repeat is dropped");
+        assert!(
+            r.record(client.clone(), ev("bang")),
+            "another message is new"
+        );
+        tokio::time::advance(REPEAT_WINDOW).await;
+        assert!(
+            r.record(client.clone(), ev("boom")),
+            "posted again after the window"
+        );
+        // The backlog is bounded: beyond it Events are dropped, not queued.
+        for i in 0..BACKLOG {
+            r.record(client.clone(), ev(&format!("m{i}")));
+        }
+        assert!(r.dropped() > 0);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod controller;
+pub mod converge;
 pub mod events;
 pub mod gojson;
 pub mod labels;

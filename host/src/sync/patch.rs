@@ -2,8 +2,47 @@
 //! synced state into the new desired state. Only fields kcp changed end up
 //! in the patch, so fields set on the service cluster (defaults, other
 //! controllers) survive.
+//!
+//! Values are compared semantically, as an API server stores them: `6` and
+//! `6.0` are the same number. The state is stored the way Go writes JSON
+//! (`6.0` becomes `6`), and API servers decode integral floats as integers,
+//! so a byte-wise comparison would see a change on every pass and patch the
+//! same value forever.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+
+/// `a` and `b` are the same JSON document, numbers compared by value.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => numbers_eq(x, y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, xv)| y.get(k).is_some_and(|yv| json_eq(xv, yv)))
+        }
+        _ => a == b,
+    }
+}
+
+fn numbers_eq(x: &Number, y: &Number) -> bool {
+    // Integers exactly (an i64 and a u64 of the same value are equal);
+    // anything with a float part by its f64 value.
+    let int = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match (int(x), int(y)) {
+        (Some(a), Some(b)) => a == b,
+        _ => match (x.as_f64(), y.as_f64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        },
+    }
+}
 
 /// The merge patch from `old` to `new`; `None` when nothing changed.
 pub fn diff(old: &Value, new: &Value) -> Option<Value> {
@@ -12,7 +51,7 @@ pub fn diff(old: &Value, new: &Value) -> Option<Value> {
             let mut patch = Map::new();
             for (k, nv) in n {
                 match o.get(k) {
-                    Some(ov) if ov == nv => {}
+                    Some(ov) if json_eq(ov, nv) => {}
                     Some(ov) if ov.is_object() && nv.is_object() => {
                         if let Some(p) = diff(ov, nv) {
                             patch.insert(k.clone(), p);
@@ -30,28 +69,8 @@ pub fn diff(old: &Value, new: &Value) -> Option<Value> {
             }
             (!patch.is_empty()).then_some(Value::Object(patch))
         }
-        _ if old == new => None,
+        _ if json_eq(old, new) => None,
         _ => Some(new.clone()),
-    }
-}
-
-/// Apply a merge patch to a document (used in tests and for previews).
-pub fn apply(target: &mut Value, patch: &Value) {
-    match patch {
-        Value::Object(p) => {
-            if !target.is_object() {
-                *target = Value::Object(Map::new());
-            }
-            let t = target.as_object_mut().expect("object");
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    apply(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        other => *target = other.clone(),
     }
 }
 
@@ -59,6 +78,61 @@ pub fn apply(target: &mut Value, patch: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// RFC 7386 applied to a document, to check what a patch does.
+    fn apply(target: &mut Value, patch: &Value) {
+        match patch {
+            Value::Object(p) => {
+                if !target.is_object() {
+                    *target = Value::Object(Map::new());
+                }
+                let t = target.as_object_mut().expect("object");
+                for (k, v) in p {
+                    if v.is_null() {
+                        t.remove(k);
+                    } else {
+                        apply(t.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+            }
+            other => *target = other.clone(),
+        }
+    }
+
+    /// The loop a CEL mutation `value * 2.0` caused: the desired state has
+    /// `6.0`, the stored state (written as Go writes JSON) reads back as
+    /// `6`. They are the same value, so there is nothing to patch.
+    #[test]
+    fn a_float_that_is_stored_as_an_integer_is_no_change() {
+        let desired = json!({"spec": {"replicas": 6.0, "ratio": 0.5, "list": [1.0, 2]}});
+        let stored = crate::sync::state::StateStore::encode_state(&desired);
+        let last: Value = serde_json::from_slice(&stored).unwrap();
+        assert_eq!(last["spec"]["replicas"], json!(6), "Go writes 6.0 as 6");
+        assert_eq!(diff(&last, &desired), None);
+        assert!(json_eq(&last, &desired));
+        // A real change is still one.
+        let changed = json!({"spec": {"replicas": 6.5, "ratio": 0.5, "list": [1.0, 2]}});
+        assert_eq!(
+            diff(&last, &changed),
+            Some(json!({"spec": {"replicas": 6.5}}))
+        );
+    }
+
+    #[test]
+    fn numbers_compare_by_value() {
+        assert!(json_eq(&json!(1), &json!(1.0)));
+        assert!(json_eq(&json!(-3), &json!(-3.0)));
+        assert!(json_eq(&json!(u64::MAX), &json!(u64::MAX)));
+        assert!(!json_eq(&json!(1), &json!(2)));
+        assert!(!json_eq(&json!(1), &json!("1")));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!json_eq(&json!([1]), &json!([1, 1])));
+        // Exact for big integers that an f64 would round together.
+        assert!(!json_eq(
+            &json!(9007199254740993u64),
+            &json!(9007199254740992u64)
+        ));
+    }
 
     #[test]
     fn diff_then_apply_reaches_new() {

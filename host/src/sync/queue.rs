@@ -3,18 +3,23 @@
 //! flight is re-queued when the worker finishes), can be added after a delay,
 //! and failing keys back off exponentially.
 //!
-//! A key has at most one pending delayed entry: a later `add_after` keeps the
-//! earlier deadline, and an immediate `add` cancels it. Without that, every
-//! reconcile that schedules its resync would start one more timer chain, and
-//! a key touched by N events would be reconciled N times per resync period.
+//! A key has at most one pending delayed entry and one timer: a later
+//! `add_after` keeps the earlier deadline (or moves the one timer earlier),
+//! an immediate `add` cancels it, and [`WorkQueue::remove`] drops everything
+//! of a key whose object is gone. All timers live in one
+//! [`DelayQueue`] (a timer wheel) driven by one task, so memory is bounded
+//! by the keys that exist, not by how often they were scheduled.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::time::DelayQueue;
+use tokio_util::time::delay_queue;
 
 pub struct WorkQueue<K> {
     inner: Mutex<Inner<K>>,
@@ -30,9 +35,11 @@ struct Inner<K> {
     /// Keys added while in flight; re-queued on `done`.
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
-    /// The one pending delayed add per key: its deadline and the timer's id.
-    scheduled: HashMap<K, (Instant, u64)>,
-    next_timer: u64,
+    /// The one pending delayed add per key: its deadline and its timer.
+    scheduled: HashMap<K, (Instant, delay_queue::Key)>,
+    timers: DelayQueue<K>,
+    /// The timer task runs (started on the first delayed add).
+    driver: bool,
     shut_down: bool,
 }
 
@@ -46,7 +53,8 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
                 scheduled: HashMap::new(),
-                next_timer: 0,
+                timers: DelayQueue::new(),
+                driver: false,
                 shut_down: false,
             }),
             notify: Notify::new(),
@@ -61,7 +69,9 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             return;
         }
         // Handled now: a pending delayed add would only repeat it.
-        g.scheduled.remove(&key);
+        if let Some((_, t)) = g.scheduled.remove(&key) {
+            g.timers.remove(&t);
+        }
         if g.in_flight.contains(&key) {
             g.dirty.insert(key);
             return;
@@ -76,38 +86,52 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Add `key` after `delay`, unless an earlier add is already pending.
     pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
         let deadline = Instant::now() + delay;
-        let id = {
-            let mut g = self.lock();
-            if g.shut_down || g.scheduled.get(&key).is_some_and(|(at, _)| *at <= deadline) {
-                return;
+        let mut g = self.lock();
+        if g.shut_down {
+            return;
+        }
+        let inner = &mut *g;
+        match inner.scheduled.get_mut(&key) {
+            Some((at, _)) if *at <= deadline => {}
+            Some((at, t)) => {
+                *at = deadline;
+                inner.timers.reset_at(t, deadline);
             }
-            g.next_timer += 1;
-            let id = g.next_timer;
-            g.scheduled.insert(key.clone(), (deadline, id));
-            id
-        };
-        let q = Arc::clone(self);
-        tokio::spawn(async move {
-            tokio::time::sleep_until(deadline).await;
-            let current = {
-                let mut g = q.lock();
-                if g.scheduled.get(&key).is_some_and(|(_, t)| *t == id) {
-                    g.scheduled.remove(&key);
-                    true
-                } else {
-                    false
-                }
-            };
-            // Superseded (by an earlier deadline or an immediate add): no-op.
-            if current {
-                q.add(key);
+            None => {
+                let t = inner.timers.insert_at(key.clone(), deadline);
+                inner.scheduled.insert(key, (deadline, t));
             }
-        });
+        }
+        if !g.driver {
+            g.driver = true;
+            tokio::spawn(drive_timers(Arc::downgrade(self)));
+        }
+    }
+
+    /// Forget everything about `key` (its object is gone): its pending
+    /// delayed add, its timer and its failure count. An add that is already
+    /// queued or in flight still runs.
+    pub fn remove(&self, key: &K) {
+        let mut g = self.lock();
+        if let Some((_, t)) = g.scheduled.remove(key) {
+            g.timers.remove(&t);
+        }
+        g.failures.remove(key);
     }
 
     /// Keys with a pending delayed add.
     pub fn scheduled_len(&self) -> usize {
         self.lock().scheduled.len()
+    }
+
+    /// Timers pending (one per scheduled key).
+    pub fn timers_len(&self) -> usize {
+        self.lock().timers.len()
+    }
+
+    /// Keys with a failure count (backing off).
+    pub fn failures_len(&self) -> usize {
+        self.lock().failures.len()
     }
 
     /// The queue's state; a panic elsewhere cannot leave it half-updated
@@ -172,7 +196,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     }
 
     pub fn shut_down(&self) {
-        self.lock().shut_down = true;
+        let mut g = self.lock();
+        g.shut_down = true;
+        g.scheduled.clear();
+        g.timers.clear();
+        drop(g);
         self.notify.notify_waiters();
     }
 
@@ -182,6 +210,36 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// The one timer task of a queue: moves due keys from the timer wheel into
+/// the queue. Ends when the queue is shut down or dropped.
+async fn drive_timers<K: Clone + Eq + Hash + Send + Sync + 'static>(q: Weak<WorkQueue<K>>) {
+    loop {
+        let due = std::future::poll_fn(|cx| {
+            let Some(q) = q.upgrade() else {
+                return Poll::Ready(None);
+            };
+            let mut g = q.lock();
+            if g.shut_down {
+                return Poll::Ready(None);
+            }
+            match g.timers.poll_expired(cx) {
+                Poll::Ready(Some(expired)) => {
+                    let key = expired.into_inner();
+                    g.scheduled.remove(&key);
+                    Poll::Ready(Some(key))
+                }
+                // Empty: the queue keeps our waker and wakes it on insert.
+                Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        let (Some(key), Some(q)) = (due, q.upgrade()) else {
+            return;
+        };
+        q.add(key);
     }
 }
 

@@ -1125,7 +1125,7 @@ impl SyncContext {
         };
         let mut cur = serde_json::to_value(&current)
             .map_err(|e| config_err(&field, format!("the copy is not JSON: {e}")))?;
-        if cur.get("status").cloned().unwrap_or(Value::Null) == status {
+        if patch::json_eq(cur.get("status").unwrap_or(&Value::Null), &status) {
             return Ok(false);
         }
         cur["status"] = status;

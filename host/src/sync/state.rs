@@ -23,6 +23,7 @@ use super::labels::*;
 #[derive(Clone)]
 pub struct StateStore {
     api: Api<Secret>,
+    namespace: String,
     /// The state Secrets by name, fed by the sync controller's watch; read
     /// instead of the API once it has listed them.
     cache: Arc<Store<Secret>>,
@@ -32,6 +33,7 @@ impl StateStore {
     pub fn new(client: Client, namespace: &str) -> Self {
         StateStore {
             api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
             cache: Store::new(|s: &Secret| s.metadata.name.clone()),
         }
     }
@@ -140,6 +142,33 @@ impl StateStore {
         state: &Value,
     ) -> Result<(), kube::Error> {
         self.put_entry(key, api_version, kind, key, state).await
+    }
+
+    /// Delete the state Secret of the primary `key` (its related objects'
+    /// entries with it), once the object is gone. Upstream leaves these
+    /// behind; nothing reads the state of an object that no longer exists,
+    /// so an upstream agent taking over later misses nothing.
+    pub async fn delete(
+        &self,
+        key: &ObjectKey,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<bool, kube::Error> {
+        let name = Self::secret_name(key, api_version, kind);
+        if self.cache.synced() && self.cache.get(&name).is_none() {
+            return Ok(false);
+        }
+        match self.api.delete(&name, &Default::default()).await {
+            Ok(_) => {
+                self.cache.forget(&self.namespace, &name);
+                Ok(true)
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                self.cache.forget(&self.namespace, &name);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Store the state of `entry` in the state Secret of the primary `key`.

@@ -22,6 +22,7 @@ use kube::api::{
 use serde_json::{Value, json};
 use tracing::{debug, info};
 
+use super::converge::Phase;
 use super::events::{self, Failures};
 use super::labels::*;
 use super::naming::LocalName;
@@ -126,6 +127,17 @@ pub struct SyncContext {
     pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
     /// Related objects on both sides, by kind.
     pub related_caches: super::related_cache::RelatedCaches,
+    /// Writes per key and input version, to stop a sync that does not settle.
+    pub convergence: super::converge::Convergence,
+    /// Events about kcp objects, de-duplicated and posted by one task.
+    pub recorder: Arc<events::Recorder>,
+    /// How often an object in sync is checked again (`--resync-period`).
+    pub resync: Duration,
+    /// Per key, the (kcp, copy) resourceVersions a reconcile left in sync:
+    /// a check that finds both unchanged has nothing to do (no plugin call,
+    /// no request). Only where every input is watched (no related
+    /// resources, no namespace filter).
+    pub in_sync: std::sync::Mutex<std::collections::HashMap<ObjectKey, (u64, u64)>>,
 }
 
 /// The parts of a sync that run plugin code.
@@ -138,10 +150,24 @@ pub struct PluginSet {
     pub templates: Option<Arc<dyn super::related::Templates>>,
 }
 
+/// What the spec step did.
+enum Spec {
+    /// The copy matches: go on with status and related objects.
+    InSync,
+    /// The copy was just created: go on with it.
+    Created(Box<DynamicObject>),
+    /// Stop here and check again (after a write that must be seen to settle).
+    Requeue(Outcome),
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// In sync; check again after the resync period.
     Done,
+    /// Check again after this long (zero: at once, behind other keys).
     Requeue(Duration),
+    /// The object is gone: forget the key (no resync, no timer).
+    Gone,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -181,6 +207,8 @@ pub enum SyncError {
     Panicked(String),
     #[error(transparent)]
     Kcp(#[from] crate::kcp::KcpError),
+    #[error("{key}: {0}", key = .1)]
+    NotConverging(super::converge::NotConverging, ObjectKey),
     #[error("related resource {0}")]
     Related(Box<super::related::RelatedError>),
     /// An object (from an API server, or built from one and a mutation's
@@ -244,6 +272,13 @@ impl SyncContext {
     /// with them; reconciles already running finish with the old ones.
     pub fn swap_plugins(&self, set: PluginSet) {
         *self.plugins.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        // New code may compute something else: held-back keys may write
+        // again, and objects in sync must be checked with it.
+        self.convergence.reset();
+        self.in_sync
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         self.resync_all.notify_one();
     }
 
@@ -412,7 +447,7 @@ impl SyncContext {
             return;
         };
         let event = events::event_for(&obj, &self.agent_name, warning, reason, &message);
-        tokio::spawn(events::post(client, event));
+        self.recorder.record(client, event);
     }
 
     /// After a reconcile: remember the outcome for the PublishedResource's
@@ -420,9 +455,19 @@ impl SyncContext {
     /// their object (as upstream's ReconcilingError).
     pub async fn record_result(&self, key: &ObjectKey, result: &Result<Outcome, SyncError>) {
         match result {
-            Ok(_) => self.failures.succeeded(key),
+            Ok(_) => {
+                if self.failures.succeeded(key) {
+                    info!(published_resource = %self.published_resource, %key, "object recovered");
+                }
+            }
             Err(e) => {
-                self.failures.failed(key, e.to_string());
+                // Repeats of the same cause are counted (and summarised by
+                // the controller every minute), not logged one by one.
+                if self.failures.failed(key, e.to_string()) {
+                    tracing::warn!(published_resource = %self.published_resource, %key, error = %e, "reconciling failed; retrying with backoff");
+                } else {
+                    debug!(%key, error = %e, "reconciling failed again");
+                }
                 if let Some(obj) = self.cache.get(key)
                     && let Ok(v) = serde_json::to_value(&*obj)
                 {
@@ -433,13 +478,54 @@ impl SyncContext {
     }
 
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
+        if let Some(versions) = self.versions(key)
+            && self
+                .in_sync
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(key)
+                == Some(&versions)
+        {
+            return Ok(Outcome::Done);
+        }
+        let result = self.reconcile_changed(key).await;
+        let mut memo = self.in_sync.lock().unwrap_or_else(|e| e.into_inner());
+        match (&result, self.versions(key)) {
+            (Ok(Outcome::Done), Some(v)) => {
+                memo.insert(key.clone(), v);
+            }
+            _ => {
+                memo.remove(key);
+            }
+        }
+        result
+    }
+
+    /// The (kcp object, copy) resourceVersions of `key` as the caches hold
+    /// them, when the in-sync shortcut applies.
+    /// Read from the caches' index, without decoding either object: this
+    /// runs twice per reconcile.
+    fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
+        if !self.plugins().related.is_empty()
+            || self.namespace_filter.is_some()
+            || !self.copies.synced()
+        {
+            return None;
+        }
+        let remote = self.cache.resource_version(key)?;
+        let copy = self.copies.resource_version(&key.to_string())?;
+        Some((remote, copy))
+    }
+
+    async fn reconcile_changed(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
         // Read from the informer cache: the watch keeps it current, and
         // the agent's own writes are written through.
         let Some(remote) = self.cache.get(key) else {
             debug!(%key, "object is gone from kcp");
-            return Ok(Outcome::Done);
+            self.convergence.forget(key);
+            return Ok(Outcome::Gone);
         };
-        let remote = DynamicObject::clone(&remote);
+        let mut remote = DynamicObject::clone(&remote);
         let kcp_api = self.kcp_api(key)?;
         let has_finalizer = remote
             .metadata
@@ -478,7 +564,7 @@ impl SyncContext {
                 .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
                 .await
                 .map_err(kerr("adding finalizer to", key))?;
-            self.cache.write_through(accepted);
+            self.cache.write_through(accepted.clone());
             info!(%key, "accepted object (finalizer added)");
             if let Ok(v) = serde_json::to_value(&remote) {
                 self.emit(
@@ -489,10 +575,12 @@ impl SyncContext {
                     "object accepted by the sync agent".into(),
                 );
             }
-            return Ok(Outcome::Requeue(Duration::ZERO));
+            // Go on with the accepted object: a new object becomes a copy in
+            // this one reconcile, not one requeue per write.
+            remote = accepted;
         }
 
-        let local = self.find_local(key).await?;
+        let mut local = self.find_local(key).await?;
         if let Some(l) = &local
             && l.metadata.deletion_timestamp.is_some()
         {
@@ -500,11 +588,19 @@ impl SyncContext {
             return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
         let remote_json = to_json(key, "the kcp object", &remote)?;
-        if let Some(outcome) = self
+        // A spec that does not settle holds back its own writes only: status
+        // and related objects still sync, then the key fails (and backs off).
+        let mut unsettled = None;
+        match self
             .sync_spec(key, &origin, &remote_json, local.as_ref())
-            .await?
+            .await
         {
-            return Ok(outcome);
+            Ok(Spec::Requeue(outcome)) => return Ok(outcome),
+            Ok(Spec::InSync) => {}
+            // Just placed: status and related objects follow in this pass.
+            Ok(Spec::Created(copy)) => local = Some(*copy),
+            Err(e @ SyncError::NotConverging(..)) => unsettled = Some(e),
+            Err(e) => return Err(e),
         }
         if let Some(local) = &local
             && self.remote.status_subresource
@@ -526,7 +622,10 @@ impl SyncContext {
                 return Ok(outcome);
             }
         }
-        Ok(Outcome::Done)
+        match unsettled {
+            Some(e) => Err(e),
+            None => Ok(Outcome::Done),
+        }
     }
 
     /// Whether `spec.filter.namespace` lets the object through. It fails
@@ -604,6 +703,12 @@ impl SyncContext {
             // Wait until it is really gone before letting kcp delete the object.
             return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
+        // The copy is gone: its state goes first (a crash before the
+        // finalizer is released leaves nothing behind either).
+        self.state
+            .delete(key, &self.remote.ar.api_version, &self.remote.ar.kind)
+            .await
+            .map_err(kerr("deleting the sync state of", key))?;
         let finalizers: Vec<String> = remote
             .metadata
             .finalizers
@@ -734,14 +839,14 @@ impl SyncContext {
         Ok(source)
     }
 
-    /// Spec down. `Some(outcome)` means the caller should stop and requeue.
+    /// Spec down.
     async fn sync_spec(
         &self,
         key: &ObjectKey,
         origin: &Origin<'_>,
         remote: &Value,
         local: Option<&DynamicObject>,
-    ) -> Result<Option<Outcome>, SyncError> {
+    ) -> Result<Spec, SyncError> {
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
         let local_json = local
@@ -752,20 +857,27 @@ impl SyncContext {
             .await?;
 
         let (Some(local), Some(local_json)) = (local, local_json) else {
-            return self
-                .create(key, origin, remote, desired, &state)
-                .await
-                .map(Some);
+            return self.create(key, origin, remote, desired, &state).await;
         };
         let local_ns = local.metadata.namespace.as_deref();
         let local_name = local.metadata.name.clone().unwrap_or_default();
         let local_api = self.local_api(local_ns);
+        // The spec's inputs: what a consumer changes on the kcp object (its
+        // generation, labels and annotations), not its resourceVersion,
+        // which the agent's own status writes move too.
+        let inputs = &spec_inputs(remote);
+        let guard = |patch: &Value| {
+            self.convergence
+                .check(key, Phase::Spec, inputs, patch)
+                .map_err(|e| SyncError::NotConverging(e, key.clone()))
+        };
         let last = self
             .state
             .get(key, api_version, kind)
             .await
             .map_err(kerr("reading sync state of", key))?;
 
+        let written;
         match last {
             Some(last) => {
                 let mut p = patch::diff(&without_identity(&last), &without_identity(&state))
@@ -773,13 +885,16 @@ impl SyncContext {
                 // Repair sync metadata someone removed from the copy.
                 inject_missing_metadata(&mut p, local, &desired);
                 if p.as_object().is_some_and(|m| m.is_empty()) {
-                    return Ok(None);
+                    self.convergence.settled(key, Phase::Spec);
+                    return Ok(Spec::InSync);
                 }
+                guard(&p)?;
                 let patched = local_api
                     .patch(&local_name, &PatchParams::default(), &Patch::Merge(&p))
                     .await
                     .map_err(kerr("patching service copy of", key))?;
                 self.copies.write_through(patched);
+                written = p;
                 info!(%key, local = %local_name, "synced spec change to the service cluster");
                 self.emit(
                     key,
@@ -791,6 +906,7 @@ impl SyncContext {
             }
             None => {
                 // No usable state: take kcp's content wholesale, merge metadata.
+                guard(&state)?;
                 let obj = merged_into_copy(key, local_json, &desired)?;
                 let updated = local_api
                     .replace(
@@ -801,6 +917,7 @@ impl SyncContext {
                     .await
                     .map_err(kerr("updating service copy of", key))?;
                 self.copies.write_through(updated);
+                written = state.clone();
                 info!(%key, local = %local_name, "updated service copy (no previous state)");
                 self.emit(
                     key,
@@ -815,7 +932,10 @@ impl SyncContext {
             .put(key, api_version, kind, &state)
             .await
             .map_err(kerr("storing sync state of", key))?;
-        Ok(Some(Outcome::Requeue(Duration::ZERO)))
+        self.convergence.wrote(key, Phase::Spec, inputs, &written);
+        // Check again at once that it settled (a mutation that keeps
+        // changing its answer is caught by the convergence guard).
+        Ok(Spec::Requeue(Outcome::Requeue(Duration::ZERO)))
     }
 
     async fn create(
@@ -825,7 +945,7 @@ impl SyncContext {
         remote: &Value,
         desired: Value,
         state: &Value,
-    ) -> Result<Outcome, SyncError> {
+    ) -> Result<Spec, SyncError> {
         let ns = desired
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
@@ -842,9 +962,9 @@ impl SyncContext {
         let obj: DynamicObject = serde_json::from_value(desired.clone()).map_err(|e| {
             SyncError::Mutation(format!("the copy is not a valid object: {e}"), key.clone())
         })?;
-        match api.create(&PostParams::default(), &obj).await {
+        let placed = match api.create(&PostParams::default(), &obj).await {
             Ok(created) => {
-                self.copies.write_through(created);
+                self.copies.write_through(created.clone());
                 info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster");
                 self.emit(
                     key,
@@ -856,6 +976,7 @@ impl SyncContext {
                         ns.as_deref().map(|n| format!("{n}/")).unwrap_or_default()
                     ),
                 );
+                Some(created)
             }
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // Adopt an existing object: take over its identity metadata.
@@ -864,7 +985,7 @@ impl SyncContext {
                     .await
                     .map_err(kerr("reading existing copy of", key))?;
                 if existing.metadata.deletion_timestamp.is_some() {
-                    return Ok(Outcome::Requeue(REQUEUE_SOON));
+                    return Ok(Spec::Requeue(Outcome::Requeue(REQUEUE_SOON)));
                 }
                 let (labels, annotations) = self.sync_metadata(key, origin.path);
                 existing
@@ -883,6 +1004,8 @@ impl SyncContext {
                     .map_err(kerr("adopting existing copy of", key))?;
                 self.copies.write_through(adopted);
                 info!(%key, local = %name, "adopted existing object on the service cluster");
+                // Adopted content is brought in line by a patch next pass.
+                None
             }
             Err(e) => {
                 // The namespace may have been deleted since it was created.
@@ -896,14 +1019,17 @@ impl SyncContext {
                 }
                 return Err(kerr("creating service copy of", key)(e));
             }
-        }
+        };
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
         self.state
             .put(key, api_version, kind, state)
             .await
             .map_err(kerr("storing sync state of", key))?;
-        Ok(Outcome::Requeue(Duration::ZERO))
+        Ok(match placed {
+            Some(copy) => Spec::Created(Box::new(copy)),
+            None => Spec::Requeue(Outcome::Requeue(Duration::ZERO)),
+        })
     }
 
     async fn ensure_namespace(&self, ns: &str) -> Result<(), SyncError> {
@@ -942,9 +1068,29 @@ impl SyncContext {
         }
         let status = local_json.get("status").cloned().unwrap_or(Value::Null);
         let current = remote.get("status").cloned().unwrap_or(Value::Null);
-        if status == current {
+        if patch::json_eq(&status, &current) {
+            self.convergence.settled(key, Phase::Status);
             return Ok(());
         }
+        // The status's inputs: the copy, and the kcp object's spec (a
+        // status mutation may read it), not the kcp object's own
+        // resourceVersion, which each status write changes.
+        let inputs = format!(
+            "{}/{}",
+            local
+                .metadata
+                .resource_version
+                .as_deref()
+                .unwrap_or_default(),
+            remote
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or_default()
+        );
+        let status_patch = json!({ "status": status.clone() });
+        self.convergence
+            .check(key, Phase::Status, &inputs, &status_patch)
+            .map_err(|e| SyncError::NotConverging(e, key.clone()))?;
         // A status cleared on the service side is cleared in kcp too.
         let mut updated = remote.clone();
         match updated.as_object_mut() {
@@ -965,6 +1111,8 @@ impl SyncContext {
             .await
             .map_err(kerr("updating status in kcp of", key))?;
         self.cache.write_through(written);
+        self.convergence
+            .wrote(key, Phase::Status, &inputs, &status_patch);
         info!(%key, "synced status to kcp");
         self.emit(
             key,
@@ -975,6 +1123,22 @@ impl SyncContext {
         );
         Ok(())
     }
+}
+
+/// A version of what a spec sync is computed from: the kcp object's
+/// generation (spec changes), labels and annotations.
+fn spec_inputs(remote: &Value) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    remote["metadata"]["labels"].to_string().hash(&mut h);
+    remote["metadata"]["annotations"].to_string().hash(&mut h);
+    format!(
+        "{}/{:x}",
+        remote["metadata"]["generation"]
+            .as_i64()
+            .unwrap_or_default(),
+        h.finish()
+    )
 }
 
 /// apiVersion/kind/name/namespace differ between kcp and service sides by

@@ -377,6 +377,21 @@ fn retry_delay(failures: u32) -> Duration {
 #[error("WasmPlugin {0}: transient failure, retrying")]
 struct Transient(String);
 
+/// Whether a plugin's bytes can change while its spec stays the same: a
+/// file or a ConfigMap can be rewritten in place; built-ins, https://
+/// (always pinned by sha256) and oci:// (pinned by digest) cannot, so they
+/// are never fetched again (and send no request) until the spec changes.
+fn resync_needed(wp: &WasmPlugin) -> bool {
+    use crate::sources::reference::Location;
+    match PluginRef::parse(&wp.spec.source, wp.spec.sha256.as_deref(), "spec") {
+        Ok(r) => matches!(
+            r.location,
+            Location::File { .. } | Location::ConfigMap { .. }
+        ),
+        Err(_) => true,
+    }
+}
+
 /// Trigger only on changes of spec (generation) or identity (uid): the
 /// controller's own status writes do not re-check a plugin.
 fn spec_version(wp: &WasmPlugin) -> Option<u64> {
@@ -477,7 +492,12 @@ pub async fn run_with(
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(&name);
-                    Ok(Action::requeue(ctl.resync))
+                    Ok(match resync_needed(&wp) {
+                        true => Action::requeue(ctl.resync),
+                        // Pinned content never changes: only a new spec
+                        // (which triggers a reconcile) can change the plugin.
+                        false => Action::await_change(),
+                    })
                 }
             },
             |wp: Arc<WasmPlugin>, _err: &Transient, ctl: Arc<Ctl>| {
@@ -610,6 +630,32 @@ mod tests {
             source: format!("file://{}", path.display()),
             ..Default::default()
         }
+    }
+
+    /// Only sources whose bytes can change under the same spec are fetched
+    /// again periodically; pinned ones wait for a spec change.
+    #[test]
+    fn only_mutable_sources_are_resynced() {
+        let spec = |source: &str, sha: Option<&str>| WasmPluginSpec {
+            source: source.into(),
+            sha256: sha.map(str::to_string),
+            ..Default::default()
+        };
+        let hex = "a".repeat(64);
+        assert!(resync_needed(&wp("f", spec("file:///p.wasm", None))));
+        assert!(resync_needed(&wp(
+            "c",
+            spec("configmap://ns/cm/p.wasm", None)
+        )));
+        assert!(!resync_needed(&wp("b", spec("mutation", None))));
+        assert!(!resync_needed(&wp(
+            "h",
+            spec("https://example.com/p.wasm", Some(&hex))
+        )));
+        assert!(!resync_needed(&wp(
+            "o",
+            spec(&format!("oci://registry.example.com/p@sha256:{hex}"), None)
+        )));
     }
 
     fn conds(o: &Outcome) -> Vec<(String, String, String)> {
