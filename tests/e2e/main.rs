@@ -3,9 +3,13 @@
 //! isolated set of workspaces inside one organisation workspace.
 
 mod adopt;
+mod badinput;
 mod builtin;
 mod chart;
 mod cli;
+mod converge;
+mod cost;
+mod faults;
 mod init;
 mod legacy;
 mod mutation;
@@ -14,6 +18,7 @@ mod parity;
 mod plugins;
 mod related;
 mod shards;
+mod steady;
 mod sync;
 
 /// The binary under test, built by cargo before this test binary.

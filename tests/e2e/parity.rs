@@ -108,6 +108,14 @@ async fn stored_state(secrets: &Api<Secret>, key: &ObjectKey) -> Result<Option<V
         .map_err(|e| e.to_string())
 }
 
+async fn wait_gone_secret(secrets: &Api<Secret>, name: &str) {
+    eventually("the state Secret deleted with its object", WAIT, || async {
+        let s = secrets.get_opt(name).await.map_err(|e| e.to_string())?;
+        Ok(s.is_none().then_some(()))
+    })
+    .await;
+}
+
 async fn create(api: &Api<DynamicObject>, obj: Value) {
     api.create(
         &PostParams::default(),
@@ -126,7 +134,8 @@ async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> DynamicObj
 /// Rows 20/21 (`filter.resource`), 49 (last-applied stripped), 50 (the
 /// namespace outlives its objects), 53/57/63 (Events `ObjectSynced`,
 /// `ObjectStatusSynced`, `ObjectCleanup`, `ObjectDeleted`), 55 (update
-/// without a valid state) and 62 (state Secrets are never deleted).
+/// without a valid state) and 62 (upstream never deletes state Secrets;
+/// syncweave deletes an object's once the object is gone).
 ///
 /// With `filter.resource` selecting `sync: "yes"`: an object without the
 /// label is never accepted (no finalizer) nor copied; an object with it is.
@@ -134,7 +143,7 @@ async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> DynamicObj
 /// Once its state Secret is deleted, a kcp change replaces the copy's
 /// content (a field set only on the service cluster is gone, its own labels
 /// stay) and the state is written again. Deleting the kcp object deletes the
-/// copy with the Events upstream records, and leaves the state Secret and
+/// copy with the Events upstream records and its state Secret, and leaves
 /// the namespace.
 #[tokio::test(flavor = "multi_thread")]
 async fn resource_filter_state_and_events() {
@@ -330,10 +339,9 @@ async fn resource_filter_state_and_events() {
     let cleanup = wait_for_event(&client, "chosen", "ObjectCleanup").await;
     assert!(cleanup.contains(&chosen_name), "{cleanup}");
     wait_for_event(&client, "chosen", "ObjectDeleted").await;
-    assert!(
-        secrets.get_opt(&state_name).await.unwrap().is_some(),
-        "the state Secret outlives the object"
-    );
+    // Unlike upstream (which leaks one Secret per object ever synced), the
+    // state goes with its object.
+    wait_gone_secret(&secrets, &state_name).await;
 
     // `dropped` no longer matches, but was accepted: deleting it still
     // removes its copy and releases it (upstream would skip it and leave the
@@ -346,7 +354,7 @@ async fn resource_filter_state_and_events() {
     wait_gone(&kcp_crontabs, "dropped", "`dropped` gone from kcp").await;
 
     // Row 50: the namespace stays when its last copy is gone; row 62: both
-    // state Secrets are kept.
+    // state Secrets went with their objects.
     let ns = Api::<Namespace>::all(env.service_client.clone())
         .get(&consumer.cluster)
         .await
@@ -359,7 +367,7 @@ async fn resource_filter_state_and_events() {
         )))
         .await
         .unwrap();
-    assert_eq!(kept.items.len(), 2, "{:?}", kept.items);
+    assert_eq!(kept.items.len(), 0, "{:?}", kept.items);
     // And `ignored` is still untouched.
     assert!(!has_finalizer(&kcp_crontabs.get("ignored").await.unwrap()));
 }

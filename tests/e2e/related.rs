@@ -1403,18 +1403,6 @@ spec:
     );
 }
 
-/// Non-watch requests the agent has sent so far, by server and verb, from
-/// its `syncweave_api_requests_total` metric.
-async fn requests_sent(metrics_port: u16) -> BTreeMap<String, u64> {
-    let (_, body) = http_get(metrics_port, "/metrics").await.expect("/metrics");
-    body.lines()
-        .filter_map(|l| l.strip_prefix("syncweave_api_requests_total{"))
-        .filter_map(|l| l.split_once("} "))
-        .filter(|(labels, _)| !labels.contains("verb=\"watch\""))
-        .map(|(labels, n)| (labels.to_string(), n.trim().parse().unwrap_or(0)))
-        .collect()
-}
-
 fn reconciles(body: &str) -> u64 {
     body.lines()
         .filter(|l| l.starts_with("syncweave_reconciles_total{"))

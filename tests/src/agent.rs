@@ -28,6 +28,21 @@ impl Agent {
         Ok(Agent { pid, log_file })
     }
 
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Send `signal` (e.g. `libc::SIGSTOP`, `libc::SIGKILL`).
+    pub fn signal(&self, signal: i32) {
+        unsafe {
+            libc::kill(self.pid as i32, signal);
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_file).unwrap_or_default()
+    }
+
     pub fn log_tail(&self, n: usize) -> String {
         crate::kcp::tail(&self.log_file, n)
     }

@@ -141,6 +141,16 @@ impl Env {
         self.service
             .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
             .unwrap();
+        let args = self.agent_args(kcp_kc, &svc_kc, extra);
+        self.agent = None;
+        let agent =
+            Agent::start(&self.binary, &args, self.dir.join("agent.log")).expect("agent starts");
+        self.agent = Some(agent);
+    }
+
+    /// The sync agent's command line with these kubeconfigs (the service
+    /// one as the chart's ServiceAccount), as [`Env::start_agent`] runs it.
+    pub fn agent_args(&self, kcp_kc: &Path, svc_kc: &Path, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = [
             "sync",
             "--kcp-kubeconfig",
@@ -163,10 +173,7 @@ impl Env {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
-        self.agent = None;
-        let agent =
-            Agent::start(&self.binary, &args, self.dir.join("agent.log")).expect("agent starts");
-        self.agent = Some(agent);
+        args
     }
 
     /// The PublishedResources on the service cluster.

@@ -18,6 +18,8 @@ use crate::resources::{dynamic_api, gvk};
 pub struct Kcp {
     pub root_dir: PathBuf,
     pub log_file: PathBuf,
+    /// kcp's audit log (JSON lines, writes only), when enabled.
+    pub audit_log: Option<PathBuf>,
     /// `https://127.0.0.1:<port>` (no path).
     pub base_url: String,
     admin_kubeconfig: Kubeconfig,
@@ -218,6 +220,9 @@ fn start() -> Result<Kcp> {
         ),
     )?;
 
+    let audit_log = root_dir.join("audit.log");
+    let audit_policy = root_dir.join("audit-policy.yaml");
+    std::fs::write(&audit_policy, crate::service::AUDIT_POLICY)?;
     let mut cmd = Command::new(&bin);
     cmd.args(["start", "--bind-address", "127.0.0.1"])
         .arg("--root-directory")
@@ -227,18 +232,22 @@ fn start() -> Result<Kcp> {
         .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
         .arg("--token-auth-file")
         .arg(&tokens)
+        .arg(format!("--audit-log-path={}", audit_log.display()))
+        .arg(format!("--audit-policy-file={}", audit_policy.display()))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     spawn_owned(cmd).with_context(|| format!("starting {}", bin.display()))?;
 
     let kubeconfig_path = root_dir.join("data/admin.kubeconfig");
-    wait_ready(
+    let mut kcp = wait_ready(
         root_dir,
         log_file,
         &kubeconfig_path,
         format!("https://127.0.0.1:{port}"),
-    )
+    )?;
+    kcp.audit_log = Some(audit_log);
+    Ok(kcp)
 }
 
 /// Wait until the kcp whose admin kubeconfig is at `kubeconfig_path` serves
@@ -270,6 +279,7 @@ fn wait_ready(
         let k = Kcp {
             root_dir: root_dir.clone(),
             log_file: log_file.clone(),
+            audit_log: None,
             base_url: base_url.clone(),
             admin_kubeconfig: kc,
         };

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod env;
 pub mod kcp;
+pub mod proxy;
 pub mod resources;
 pub mod service;
 
@@ -18,9 +19,11 @@ pub use kcp::{
     AGENT_KCP_TOKEN, AGENT_KCP_USER, Kcp, LIMITED_KCP_TOKEN, LIMITED_KCP_USER, ROOT_SHARD_REGION,
     SHARD_1_REGION, Workspace, kcp, sharded_kcp,
 };
+pub use libc;
 pub use resources::*;
 pub use service::ServiceCluster;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -85,4 +88,116 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
 /// A free TCP port on loopback.
 pub fn free_port() -> u16 {
     crate::kcp::free_port().expect("a free port")
+}
+
+/// Non-watch requests the agent has sent so far, by server and verb
+/// (`server="service",verb="patch"`), from its
+/// `syncweave_api_requests_total` metric on `metrics_port`.
+pub async fn requests_sent(metrics_port: u16) -> std::collections::BTreeMap<String, u64> {
+    let (_, body) = http_get(metrics_port, "/metrics").await.expect("/metrics");
+    body.lines()
+        .filter_map(|l| l.strip_prefix("syncweave_api_requests_total{"))
+        .filter_map(|l| l.split_once("} "))
+        .filter(|(labels, _)| !labels.contains("verb=\"watch\""))
+        .map(|(labels, n)| (labels.to_string(), n.trim().parse().unwrap_or(0)))
+        .collect()
+}
+
+/// One event of a Kubernetes audit log (the fields the tests read).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEvent {
+    pub verb: String,
+    #[serde(default)]
+    pub user_agent: String,
+    pub user: AuditUser,
+    /// Set on requests a kcp virtual workspace forwards on a user's behalf
+    /// (`user` is then kcp itself).
+    #[serde(default)]
+    pub impersonated_user: Option<AuditUser>,
+    #[serde(rename = "requestURI")]
+    pub request_uri: String,
+    /// RFC 3339 with microseconds.
+    pub request_received_timestamp: String,
+    #[serde(default)]
+    pub response_status: Option<serde_json::Value>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct AuditUser {
+    #[serde(default)]
+    pub username: String,
+}
+
+impl AuditEvent {
+    /// Whether it is about one of `clusters` (logical-cluster names), or a
+    /// workspace under `path` (kcp records both as annotations).
+    pub fn in_workspaces(&self, path: &str, clusters: &[&str]) -> bool {
+        self.annotations
+            .get("kcp.io/path")
+            .is_some_and(|p| p == path || p.starts_with(&format!("{path}:")))
+            || self
+                .annotations
+                .get("kcp.io/cluster")
+                .is_some_and(|c| clusters.contains(&c.as_str()))
+    }
+
+    /// Whether `user` sent it, directly or through a virtual workspace.
+    pub fn by(&self, user: &str) -> bool {
+        self.user.username == user
+            || self
+                .impersonated_user
+                .as_ref()
+                .is_some_and(|u| u.username == user)
+    }
+}
+
+/// The events of the audit log at `path` (JSON lines). A line that does not
+/// parse fails the test (a silently empty result would prove nothing),
+/// except a last line still being written.
+pub fn audit_events(path: &std::path::Path) -> Vec<AuditEvent> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut events = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        match serde_json::from_str(l) {
+            Ok(e) => events.push(e),
+            Err(_) if i + 1 == lines.len() => {}
+            Err(e) => panic!("{}:{}: not an audit event: {e}", path.display(), i + 1),
+        }
+    }
+    events
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 timestamp as audit logs
+/// write them (`2026-11-25T17:20:01.123456Z`).
+pub fn rfc3339_seconds(ts: &str) -> Option<f64> {
+    let (date, time) = ts.trim_end_matches('Z').split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.split(':');
+    let (h, min) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
+    let sec: f64 = t.next()?.parse().ok()?;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some((days * 86400 + h * 3600 + min * 60) as f64 + sec)
+}
+
+/// Now, in seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
 }

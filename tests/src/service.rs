@@ -32,7 +32,13 @@ pub struct ServiceCluster {
     pub ca_pem: Vec<u8>,
     pids: Vec<u32>,
     log_file: PathBuf,
+    /// The API server's audit log (JSON lines): every write, at Metadata level.
+    pub audit_log: PathBuf,
 }
+
+/// Audit policy of the test servers: writes only, at Metadata level (who,
+/// what, when, with which User-Agent), enough to prove who wrote what.
+pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n- level: None\n";
 
 impl ServiceCluster {
     /// Start etcd and kube-apiserver under `dir` and wait until the API
@@ -55,6 +61,7 @@ impl ServiceCluster {
             url: String::new(),
             ca_pem: Vec::new(),
             pids: Vec::new(),
+            audit_log: dir.join("audit.log"),
             dir: dir.clone(),
         };
 
@@ -100,6 +107,8 @@ impl ServiceCluster {
             format!("{ADMIN_TOKEN},admin,admin-uid,\"system:masters\"\n"),
         )?;
 
+        let audit_policy = dir.join("audit-policy.yaml");
+        std::fs::write(&audit_policy, AUDIT_POLICY)?;
         let port = free_port()?;
         let log = std::fs::File::create(&sc.log_file)?;
         let mut apiserver = Command::new(&apiserver_bin);
@@ -120,6 +129,8 @@ impl ServiceCluster {
                 "--endpoint-reconciler-type=none",
                 "--v=1",
             ])
+            .arg(format!("--audit-log-path={}", sc.audit_log.display()))
+            .arg(format!("--audit-policy-file={}", audit_policy.display()))
             .arg("--service-account-key-file")
             .arg(&key)
             .arg("--service-account-signing-key-file")
@@ -177,6 +188,35 @@ impl ServiceCluster {
             "current-context": "service",
         }))
         .expect("kubeconfig")
+    }
+
+    /// The API server's port.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the URL has a port")
+    }
+
+    /// Like [`ServiceCluster::write_kubeconfig`], reaching the API server
+    /// through 127.0.0.1:`port` (a [`crate::proxy::Proxy`]).
+    pub fn write_kubeconfig_via(
+        &self,
+        user: &str,
+        token: &str,
+        port: u16,
+        path: &Path,
+    ) -> Result<()> {
+        let mut kc = self.kubeconfig(user, token);
+        for c in &mut kc.clusters {
+            if let Some(cluster) = c.cluster.as_mut() {
+                cluster.server = Some(format!("https://127.0.0.1:{port}"));
+            }
+        }
+        let yaml = serde_yaml_ng::to_string(&kc)?;
+        std::fs::File::create(path)?.write_all(yaml.as_bytes())?;
+        Ok(())
     }
 
     pub fn write_kubeconfig(&self, user: &str, token: &str, path: &Path) -> Result<()> {

@@ -1,0 +1,81 @@
+//! Bad input is refused with a condition naming the field, and touches
+//! nothing else.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, ListParams, PostParams};
+use syncweave::sync::labels::FINALIZER;
+use syncweave_tests::env::*;
+use syncweave_tests::*;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// A PublishedResource for a kind kcp serves in every workspace itself
+/// (ServiceAccounts), without `projection.group`, would make the agent take
+/// hold of the consumers' own objects. It is refused naming
+/// `spec.projection.group`; its schema is not exported; no consumer
+/// ServiceAccount gets the agent's finalizer; a healthy PublishedResource
+/// beside it keeps syncing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kind_kcp_serves_itself_is_refused() {
+    let env = Env::start("badinput", crate::binary()).await;
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-serviceaccounts}\nspec:\n  resource: {apiGroup: \"\", kind: ServiceAccount, versions: [v1]}\n",
+    )
+    .await;
+    env.publish().await;
+    let refused = env
+        .wait_for_ready("publish-serviceaccounts", "False", "InvalidResource")
+        .await;
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spec.projection.group"), "{message}");
+    assert!(message.contains("serviceaccounts"), "{message}");
+
+    // The healthy PublishedResource syncs meanwhile.
+    let (consumer, client) = env.consumer("consumer").await;
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("fine", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually("the healthy copy", WAIT, || async {
+        get_opt(
+            &crontabs(&env.service_client, &consumer.cluster),
+            &default_copy_name("default", "fine"),
+        )
+        .await
+    })
+    .await;
+    // Nothing of the consumer's own ServiceAccounts was touched.
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let list = sas.list(&ListParams::default()).await.unwrap();
+    assert!(
+        !list.items.is_empty(),
+        "kcp made the default ServiceAccount"
+    );
+    for sa in &list.items {
+        assert!(
+            !sa.metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == FINALIZER),
+            "{:?} got the agent's finalizer",
+            sa.metadata.name
+        );
+    }
+    // And no schema for serviceaccounts is in the export.
+    let provider = env.kcp.client(&env.provider.path).await.unwrap();
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    let export = exports.get(EXPORT).await.unwrap();
+    let schemas = export.data["spec"]["latestResourceSchemas"].to_string();
+    assert!(!schemas.contains("serviceaccounts"), "{schemas}");
+}

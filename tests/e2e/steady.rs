@@ -1,0 +1,132 @@
+//! A quiet steady state, as the Helm chart runs the agent: leader election
+//! on, `/readyz` asked every few seconds, the chart's RBAC.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube::api::PostParams;
+use syncweave_tests::env::*;
+use syncweave_tests::*;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn reconciles(body: &str) -> u64 {
+    body.lines()
+        .filter(|l| l.starts_with("syncweave_reconciles_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok())
+        .sum()
+}
+
+/// Requests by (server, verb) that are neither watches nor the leader
+/// Lease's renewals.
+fn non_watch(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    m.iter()
+        .filter(|(k, _)| !k.contains("server=\"lease\""))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+/// Once objects are in sync, a 60 s window in which the periodic check runs
+/// (every 20 s here) and `/readyz` is asked every 5 s sends no request but
+/// watches: readiness comes from how the servers answered the agent's own
+/// requests, the periodic check reads caches, the publisher skips a pass
+/// whose inputs did not change. Lease renewals (a GET and a PUT per retry
+/// period, inherent to leader election) are counted apart and reported.
+#[tokio::test(flavor = "multi_thread")]
+async fn steady_state_sends_nothing_but_watches_with_probes_on() {
+    let mut env = Env::prepare("steady", crate::binary()).await;
+    let (metrics, health) = (free_port(), free_port());
+    env.start_agent(&[
+        "--enable-leader-election",
+        &format!("--metrics-address=127.0.0.1:{metrics}"),
+        &format!("--health-address=127.0.0.1:{health}"),
+        "--resync-period=20s",
+    ]);
+    env.publish().await;
+    // The kubelet's readiness probe, every 5 s for the whole test.
+    let probe = tokio::spawn(async move {
+        loop {
+            let _ = http_get(health, "/readyz").await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp_api = crontabs(&client, "default");
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    for i in 0..3 {
+        kcp_api
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(crontab(&format!("steady-{i}"), "img")).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    for i in 0..3 {
+        eventually("the copy", WAIT, || async {
+            get_opt(
+                &copies,
+                &default_copy_name("default", &format!("steady-{i}")),
+            )
+            .await
+        })
+        .await;
+    }
+    let ready = eventually("/readyz 200, every check ok", WAIT, || async {
+        let (code, body) = http_get(health, "/readyz").await?;
+        Ok((code == 200 && body.contains("[+]sync ok")).then_some(body))
+    })
+    .await;
+    assert!(ready.contains("[+]kcp ok"), "{ready}");
+    assert!(ready.contains("[+]service-cluster ok"), "{ready}");
+
+    // Settle: until the counter stops moving for 10 s (the first pass after
+    // a change, Events, status).
+    let mut last = non_watch(&requests_sent(metrics).await);
+    let mut quiet_for = 0;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = non_watch(&requests_sent(metrics).await);
+        if now == last {
+            quiet_for += 2;
+            if quiet_for >= 10 {
+                break;
+            }
+        } else {
+            quiet_for = 0;
+            last = now;
+        }
+    }
+    let (_, m) = http_get(metrics, "/metrics").await.unwrap();
+    let (before, reconciles_before) = (requests_sent(metrics).await, reconciles(&m));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let (_, m) = http_get(metrics, "/metrics").await.unwrap();
+    let (after, reconciles_after) = (requests_sent(metrics).await, reconciles(&m));
+    let (ready_code, ready_body) = http_get(health, "/readyz").await.unwrap();
+    probe.abort();
+
+    // The positive signal: the periodic check ran on every object.
+    assert!(
+        reconciles_after >= reconciles_before + 6,
+        "the periodic check did not run in the window ({reconciles_before} → {reconciles_after})"
+    );
+    assert_eq!(ready_code, 200, "{ready_body}");
+    let lease = |m: &BTreeMap<String, u64>| {
+        m.iter()
+            .filter(|(k, _)| k.contains("server=\"lease\""))
+            .map(|(_, v)| *v)
+            .sum::<u64>()
+    };
+    println!(
+        "60 s window: {} reconciles, requests other than watches and the Lease: {:?} → {:?}; Lease requests: {}",
+        reconciles_after - reconciles_before,
+        non_watch(&before),
+        non_watch(&after),
+        lease(&after) - lease(&before)
+    );
+    assert_eq!(
+        non_watch(&before),
+        non_watch(&after),
+        "requests other than watches in a quiet minute"
+    );
+}
