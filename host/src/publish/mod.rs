@@ -37,6 +37,9 @@ use crate::sync::events::Failures;
 use crate::sync::state::StateStore;
 use crate::sync::syncer::{PluginSet, SyncContext};
 
+/// The shortest time between two publishing passes woken by events.
+const PACE: Duration = Duration::from_secs(1);
+
 pub struct PublishConfig {
     pub agent_name: String,
     pub namespace: String,
@@ -182,9 +185,19 @@ impl Publisher {
                 // a missed event, so it can be rare.
                 Duration::from_secs(300)
             };
+            let passed = tokio::time::Instant::now();
             tokio::select! {
                 _ = cancel.cancelled() => break,
-                _ = wake.notified() => {}
+                _ = wake.notified() => {
+                    // Events come in bursts (many objects failing one after
+                    // another change the condition's count each time): at
+                    // most one pass per PACE, so conditions follow within
+                    // a second without a status write per failure.
+                    tokio::select! {
+                        _ = cancel.cancelled() => break,
+                        _ = tokio::time::sleep_until(passed + PACE) => {}
+                    }
+                }
                 _ = tokio::time::sleep(idle) => {}
             }
         }

@@ -209,9 +209,9 @@ impl Failures {
     /// failing, or fails for another reason now), which is worth a log line.
     pub fn failed(&self, key: &ObjectKey, error: String) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        let was_empty = f.is_empty();
+        let before = headline(&f);
         let previous = f.insert(key.clone(), error.clone());
-        if was_empty {
+        if headline(&f) != before {
             self.changed.notify_one();
         }
         previous.is_none_or(|p| p != error)
@@ -220,11 +220,15 @@ impl Failures {
     /// Record a success; `true` when the object was failing until now.
     pub fn succeeded(&self, key: &ObjectKey) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        let recovered = f.remove(key).is_some();
-        if recovered && f.is_empty() {
+        if !f.contains_key(key) {
+            return false;
+        }
+        let before = headline(&f);
+        f.remove(key);
+        if headline(&f) != before {
             self.changed.notify_one();
         }
-        recovered
+        true
     }
 
     /// The failing objects grouped by cause (the error with the object's
@@ -254,13 +258,25 @@ impl Failures {
     /// `None` when nothing fails, else a message for the condition: how many
     /// objects fail and the first one's error.
     pub fn summary(&self) -> Option<String> {
-        let f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        let (key, error) = f.iter().next()?;
-        Some(match f.len() {
-            1 => format!("1 object is failing: {key}: {error}"),
-            n => format!("{n} objects are failing, e.g. {key}: {error}"),
-        })
+        summary(&self.failing.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// What the condition shows of the failing set: the owner is woken whenever
+/// this changes (a new cause, not only the set turning non-empty), so the
+/// condition never keeps an outdated message until the next periodic pass.
+fn headline(f: &BTreeMap<ObjectKey, String>) -> Option<(usize, ObjectKey, String)> {
+    f.iter()
+        .next()
+        .map(|(k, e)| (f.len(), k.clone(), e.clone()))
+}
+
+fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
+    let (n, key, error) = headline(f)?;
+    Some(match n {
+        1 => format!("1 object is failing: {key}: {error}"),
+        n => format!("{n} objects are failing, e.g. {key}: {error}"),
+    })
 }
 
 #[cfg(test)]
@@ -314,6 +330,32 @@ mod tests {
                 (1, "mutating: bad output".into())
             ]
         );
+    }
+
+    /// The condition follows a new cause at once: the CI failure this guards
+    /// against was an object that first failed with a conflict and then with
+    /// "does not settle", while the condition kept the conflict.
+    #[tokio::test]
+    async fn a_new_cause_wakes_the_owner() {
+        let wake = Arc::new(Notify::new());
+        let f = Failures::new(wake.clone());
+        let woken = || async {
+            tokio::time::timeout(std::time::Duration::from_millis(50), wake.notified())
+                .await
+                .is_ok()
+        };
+        f.failed(&key("a"), "conflict".into());
+        assert!(woken().await, "first failure");
+        f.failed(&key("a"), "conflict".into());
+        assert!(!woken().await, "a repeat changes nothing shown");
+        f.failed(&key("a"), "does not settle".into());
+        assert!(woken().await, "a new cause");
+        f.failed(&key("b"), "other".into());
+        assert!(woken().await, "another failing object changes the count");
+        f.succeeded(&key("b"));
+        assert!(woken().await, "a recovery");
+        assert!(!f.succeeded(&key("b")));
+        assert!(!woken().await, "not failing: nothing changed");
     }
 
     #[test]
