@@ -51,7 +51,16 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         _ = shutdown_signal(cancel.clone()) => return Ok(()),
     };
     // Shards join and leave the endpoint slice; sync controllers follow.
-    tokio::spawn(kcp.clone().watch_endpoints(cancel.clone()));
+    // Supervised; ends with `cancel`.
+    tokio::spawn({
+        let (kcp, cancel) = (kcp.clone(), cancel.clone());
+        crate::supervise::supervised(
+            "endpoint-slice-watch",
+            String::new(),
+            cancel.clone(),
+            move || kcp.clone().watch_endpoints(cancel.clone()),
+        )
+    });
     info!(
         agent = %opts.agent_name,
         export = %kcp.export_name,
@@ -88,6 +97,9 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     .await?;
     health.set_standby(false);
 
+    // Joined at shutdown. It ends only on a setup error, which stops the
+    // agent (cancel) rather than restarting: the kube-runtime Controller
+    // inside retries every WasmPlugin by itself.
     let wasmplugins = tokio::spawn({
         let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
         async move {
@@ -100,6 +112,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     });
     // The SyncTarget of a cluster registered with `syncweave cluster register`.
     let reporter = opts.sync_target.clone().map(|name| {
+        // Joined at shutdown; ends with `cancel`.
         tokio::spawn(crate::cluster::target::report(
             kcp.export_client.clone(),
             service.clone(),
@@ -121,6 +134,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         plugins,
         health.clone(),
     );
+    // Joined at shutdown; it supervises what it starts.
     let run = tokio::spawn(publisher.run(cancel.clone()));
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");
@@ -244,6 +258,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
             async move { agent.can_list_targets().await }
         }
     });
+    // Joined at shutdown; it supervises what it starts.
     let run = tokio::spawn(agent.run(cancel.clone()));
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");

@@ -143,6 +143,8 @@ pub fn spawn_probe<F, Fut>(
     F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), String>> + Send,
 {
+    // Ends with `cancel`; a probe that fails or hangs is an answer (it
+    // sets the check), not a reason for the loop to end.
     tokio::spawn(async move {
         loop {
             if !health.probe_wanted(check) {

@@ -332,6 +332,7 @@ pub async fn acquire_if_enabled(
     metrics.leader.set(1);
     let stop = CancellationToken::new();
     let lost = Arc::new(AtomicBool::new(false));
+    // Owned by the returned Lease: stopped and joined when it is released.
     let task = tokio::spawn(renew(elector, stop.clone(), lost.clone(), cancel));
     Ok(Lease {
         held: Some(Held { stop, lost, task }),

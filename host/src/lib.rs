@@ -2,8 +2,9 @@
 //! with projection, mutation, naming and rendering run as Wasm components.
 //!
 //! The data path, top to bottom:
-//! kcp watch ([`sync::controller`]) → plugin chain ([`sync::mutation`]) →
+//! kcp watch ([`sync::controller`], driven by [`watch`]) → plugin chain ([`plugins`]) →
 //! service-cluster apply ([`sync::syncer`]) → status back ([`sync::syncer`]).
+//! Every long-running loop runs under [`supervise`].
 
 pub mod agent;
 pub mod apis;
@@ -26,7 +27,9 @@ pub mod publish;
 pub mod selector;
 pub mod serve;
 pub mod sources;
+pub mod supervise;
 pub mod sync;
 pub mod validation;
 pub mod version;
 pub mod wasmplugin;
+pub mod watch;

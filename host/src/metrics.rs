@@ -63,6 +63,14 @@ pub struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TaskLabels {
+    /// The supervised loop (`sync-workers`, `kcp-watch`, `init-target`, …).
+    pub task: &'static str,
+    /// `panic` or `ended` (a loop that should run until cancelled returned).
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CacheLabels {
     /// `compiled` (a miss), `disk` or `memory`.
     pub source: &'static str,
@@ -80,6 +88,8 @@ pub struct Metrics {
     pub plugin_calls: Family<PluginCallLabels, Counter>,
     pub plugin_call_seconds: Family<PluginLabels, Histogram>,
     pub component_loads: Family<CacheLabels, Gauge<i64, AtomicI64>>,
+    /// Compiled components in memory (built-ins plus digests in use).
+    pub components_resident: Gauge<i64, AtomicI64>,
     pub api_requests: Family<ApiRequestLabels, Counter>,
     /// Seconds requests waited for the client-side rate limiter.
     pub rate_limiter_wait: Family<ServerLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
@@ -89,6 +99,8 @@ pub struct Metrics {
     pub leader: Gauge<i64, AtomicI64>,
     /// Tokio tasks alive (read at each scrape): flat in steady state.
     pub tasks: Gauge<i64, AtomicI64>,
+    /// Supervised loops restarted after a panic or an unexpected end.
+    pub task_restarts: Family<TaskLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -185,9 +197,23 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Async tasks alive in the agent (read at each scrape); should stay flat in steady state",
         tasks.clone(),
     );
+    let components_resident = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "syncweave_components_resident",
+        "Compiled Wasm components held in memory: the built-ins plus every digest a PublishedResource, InitTarget or WasmPlugin uses",
+        components_resident.clone(),
+    );
+    let task_restarts = Family::<TaskLabels, Counter>::default();
+    registry.register(
+        "syncweave_task_restarts",
+        "Supervised loops restarted, by loop and reason (panic or ended); any increase is a bug to report",
+        task_restarts.clone(),
+    );
     Metrics {
         registry,
         tasks,
+        task_restarts,
+        components_resident,
         rate_limiter_wait,
         fenced_writes,
         leader,
@@ -229,6 +255,12 @@ impl Metrics {
                 server,
                 verb: verb(req),
             })
+            .inc();
+    }
+
+    pub fn task_restarted(&self, task: &'static str, reason: &'static str) {
+        self.task_restarts
+            .get_or_create(&TaskLabels { task, reason })
             .inc();
     }
 
@@ -330,6 +362,7 @@ impl Metrics {
                     .get_or_create(&CacheLabels { source })
                     .set(n as i64);
             }
+            self.components_resident.set(s.resident as i64);
         }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
@@ -390,6 +423,7 @@ mod tests {
             disk_hits: 2,
             memory_hits: 3,
             cache_rejected: 0,
+            resident: 4,
         }));
         for want in [
             r#"syncweave_reconciles_total{published_resource="crontabs",result="success"} 1"#,
@@ -399,6 +433,7 @@ mod tests {
             r#"syncweave_plugin_call_duration_seconds_count{plugin="naming"} 2"#,
             r#"syncweave_reconcile_duration_seconds_bucket{le="0.004",published_resource="crontabs"} 1"#,
             r#"syncweave_component_loads{source="disk"} 2"#,
+            "syncweave_components_resident 4",
             "sync_agent_published_resource ",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");

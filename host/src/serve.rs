@@ -42,6 +42,7 @@ pub async fn start(
             .await
             .with_context(|| format!("--metrics-address {addr}: cannot listen"))?;
         info!(%addr, "serving metrics on /metrics");
+        // Ends with `own` (Servers::cancel), after the workers stopped.
         tokio::spawn(serve(l, health.clone(), own.clone()));
     }
     if let Some(addr) = common.health_address.0 {
@@ -49,6 +50,7 @@ pub async fn start(
             .await
             .with_context(|| format!("--health-address {addr}: cannot listen"))?;
         info!(%addr, "serving /healthz and /readyz");
+        // Ends with `own`, like the metrics server.
         tokio::spawn(serve(l, health, own.clone()));
     }
     Ok(Servers { cancel: own })
@@ -61,6 +63,8 @@ async fn serve(listener: TcpListener, health: Arc<Health>, cancel: CancellationT
             _ = cancel.cancelled() => return,
         };
         let health = health.clone();
+        // One short-lived task per connection, bounded by its 5 s read
+        // timeout and a single response.
         tokio::spawn(async move {
             let mut buf = [0u8; 2048];
             let n =

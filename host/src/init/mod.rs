@@ -93,6 +93,11 @@ pub enum InitError {
     },
     #[error("{0}")]
     Setup(String),
+    #[error(
+        "initializing the workspace panicked (a bug in syncweave: please report it with this \
+         message): {0}; the workspace is retried"
+    )]
+    Panicked(String),
 }
 
 impl InitError {
@@ -422,17 +427,20 @@ impl Manager {
         }
         let worker_cancel = self.cancel.child_token();
         let kick = Arc::new(Notify::new());
-        tokio::spawn(target::run(
-            self.shared.clone(),
-            target::TargetId {
-                name: name.clone(),
-                uid: uid.clone(),
-                own_cluster,
-                workspace_type: target.spec.workspace_type_ref.clone(),
-            },
-            worker_cancel.clone(),
-            kick.clone(),
-        ));
+        // Owned by `worker_cancel` (kept in `Running`): the worker ends when
+        // its InitTarget goes or changes; until then it is supervised.
+        let id = target::TargetId {
+            name: name.clone(),
+            uid: uid.clone(),
+            own_cluster,
+            workspace_type: target.spec.workspace_type_ref.clone(),
+        };
+        tokio::spawn({
+            let (shared, cancel, kick) = (self.shared.clone(), worker_cancel.clone(), kick.clone());
+            crate::supervise::supervised("init-target", name.clone(), cancel.clone(), move || {
+                target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone())
+            })
+        });
         running.insert(
             uid,
             Running {

@@ -12,8 +12,8 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::{debug, info, warn};
 
 use super::reconcile::Outcome;
@@ -168,7 +168,13 @@ pub(crate) async fn run(
     });
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..WORKERS {
-        tasks.spawn(work(target.clone()));
+        let t = target.clone();
+        tasks.spawn(crate::supervise::supervised(
+            "init-worker",
+            target.id.name.clone(),
+            cancel.clone(),
+            move || work(t.clone()),
+        ));
     }
     {
         let target = target.clone();
@@ -189,8 +195,17 @@ pub(crate) async fn run(
 }
 
 async fn work(target: Arc<Target>) {
+    use futures::FutureExt;
     while let Some(key) = target.queue.get().await {
-        let outcome = target.reconcile(&key).await;
+        // A panic in a reconcile is a bug; it fails this key (retried with
+        // backoff) instead of taking the worker down with the key in flight.
+        let outcome = match std::panic::AssertUnwindSafe(target.reconcile(&key))
+            .catch_unwind()
+            .await
+        {
+            Ok(r) => r,
+            Err(panic) => Err(InitError::Panicked(crate::supervise::panic_message(&panic))),
+        };
         match outcome {
             Ok(Outcome::Done) => {
                 METRICS.init_reconciled(&target.id.name, "success");
@@ -249,7 +264,7 @@ async fn watch_workspace_type(target: Arc<Target>) {
     let api: Api<DynamicObject> = Api::all_with(client, &workspacetype_resource());
     let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let mut stream = std::pin::pin!(watcher(api, cfg).default_backoff());
-    let mut vws: HashMap<Arc<str>, JoinHandle<()>> = HashMap::new();
+    let mut vws: HashMap<Arc<str>, AbortOnDropHandle<()>> = HashMap::new();
     let mut found_in_list = false;
     let describe = format!("WorkspaceType {}:{name}", target.wst_workspace);
     while let Some(ev) = stream.next().await {
@@ -286,7 +301,7 @@ async fn watch_workspace_type(target: Arc<Target>) {
     stop_all(&target, &mut vws);
 }
 
-fn stop_all(target: &Target, vws: &mut HashMap<Arc<str>, JoinHandle<()>>) {
+fn stop_all(target: &Target, vws: &mut HashMap<Arc<str>, AbortOnDropHandle<()>>) {
     for (url, h) in vws.drain() {
         h.abort();
         target.drop_vw(&url);
@@ -296,7 +311,7 @@ fn stop_all(target: &Target, vws: &mut HashMap<Arc<str>, JoinHandle<()>>) {
 fn on_workspace_type(
     target: &Arc<Target>,
     wst: &DynamicObject,
-    vws: &mut HashMap<Arc<str>, JoinHandle<()>>,
+    vws: &mut HashMap<Arc<str>, AbortOnDropHandle<()>>,
 ) {
     let Some(initializer) = initializer_for(wst) else {
         warn!(init_target = %target.id.name, "WorkspaceType has no kcp.io/cluster annotation; is the workspace a kcp workspace?");
@@ -333,7 +348,17 @@ fn on_workspace_type(
             continue;
         }
         debug!(init_target = %target.id.name, vw = %url, "watching initializing workspaces");
-        let h = tokio::spawn(watch_vw(target.clone(), url.clone()));
+        // Supervised; the handle aborts it when dropped (the URL left the
+        // WorkspaceType, or the worker stopped), so no watch outlives it.
+        let h = AbortOnDropHandle::new(tokio::spawn({
+            let (target, url) = (target.clone(), url.clone());
+            crate::supervise::supervised(
+                "init-vw-watch",
+                target.id.name.clone(),
+                CancellationToken::new(),
+                move || watch_vw(target.clone(), url.clone()),
+            )
+        }));
         vws.insert(url, h);
     }
 }

@@ -170,7 +170,6 @@ impl KcpContext {
     /// [`KcpContext::endpoints`]. Shards join the slice when a workspace on
     /// them binds the export and leave when the last one unbinds.
     pub async fn watch_endpoints(self, cancel: tokio_util::sync::CancellationToken) {
-        use futures::{StreamExt, TryStreamExt};
         use kube::runtime::watcher;
         let slices: Api<DynamicObject> = Api::all_with(
             self.slice_client.clone(),
@@ -181,19 +180,10 @@ impl KcpContext {
         let cfg = watcher::Config::default()
             .fields(&format!("metadata.name={}", self.slice_name))
             .timeout(crate::client::heartbeat("kcp"));
-        let mut stream = watcher(slices, cfg).boxed();
-        let mut backoff = crate::backoff::Backoff::new(
-            std::time::Duration::from_secs(1),
-            std::time::Duration::from_secs(30),
-        );
-        loop {
-            let ev = tokio::select! {
-                ev = stream.try_next() => ev,
-                _ = cancel.cancelled() => return,
-            };
-            match ev {
-                Ok(Some(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => {
-                    backoff.reset();
+        let follow = crate::watch::drive(
+            watcher(slices, cfg),
+            |ev| {
+                if let watcher::Event::Apply(s) | watcher::Event::InitApply(s) = ev {
                     let urls = urls_of(&s);
                     if self
                         .endpoints
@@ -202,14 +192,12 @@ impl KcpContext {
                         tracing::info!(slice = %self.slice_name, ?urls, "endpoint slice URLs changed");
                     }
                 }
-                Ok(Some(_)) => backoff.reset(),
-                Ok(None) => return,
-                Err(e) => {
-                    let retry_in = backoff.next_delay();
-                    tracing::warn!(slice = %self.slice_name, error = %e, ?retry_in, "watching the endpoint slice failed; retrying");
-                    tokio::time::sleep(retry_in).await;
-                }
-            }
+            },
+            |e, retry| tracing::warn!(slice = %self.slice_name, error = %e, ?retry, "watching the endpoint slice failed"),
+        );
+        tokio::select! {
+            _ = follow => {}
+            _ = cancel.cancelled() => {}
         }
     }
 

@@ -121,8 +121,27 @@ impl Publisher {
         ));
         self.prs = Some(pr_store.clone());
         let crds: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
-        watches.spawn(feed_crd_index(crds, self.crds.clone(), wake.clone()));
-        watches.spawn(feed_state_cache(self.state.clone()));
+        // The caches are supervised (restarted on a panic or an end). The
+        // reflectors here own their stores' writers, which cannot be made
+        // twice: they run once, for the life of the publisher.
+        {
+            let (index, wake) = (self.crds.clone(), wake.clone());
+            watches.spawn(crate::supervise::supervised(
+                "crd-watch",
+                String::new(),
+                cancel.clone(),
+                move || feed_crd_index(crds.clone(), index.clone(), wake.clone()),
+            ));
+        }
+        {
+            let state = self.state.clone();
+            watches.spawn(crate::supervise::supervised(
+                "state-watch",
+                String::new(),
+                cancel.clone(),
+                move || feed_state_cache(state.clone()),
+            ));
+        }
         // The slice gains its URLs when the first workspace binds the export:
         // react at once rather than on the next (backed-off) retry.
         let slices: Api<DynamicObject> = Api::all_with(
@@ -573,7 +592,18 @@ impl Publisher {
         };
         let ctx = Arc::new(ctx);
         let cancel = CancellationToken::new();
-        tokio::spawn(crate::sync::controller::run(ctx.clone(), cancel.clone()));
+        // Owned by `cancel` (kept in `Running`): the controller ends when
+        // its PublishedResource stops or changes; until then it is
+        // restarted if it ever panics.
+        tokio::spawn({
+            let (ctx, cancel) = (ctx.clone(), cancel.clone());
+            crate::supervise::supervised(
+                "sync-controller",
+                ctx.published_resource.clone(),
+                cancel.clone(),
+                move || crate::sync::controller::run(ctx.clone(), cancel.clone()),
+            )
+        });
         Ok(Some((cancel, ctx)))
     }
 
@@ -717,63 +747,41 @@ async fn feed_state_cache(state: StateStore) {
         .labels(&format!("{OBJECT_STATE_LABEL}=true"))
         .timeout(crate::client::heartbeat("service"));
     let cache = state.cache();
-    let mut stream = watcher(state.api(), cfg).boxed();
-    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(ev) => {
-                backoff.reset();
-                cache.feed(Change::from(ev), |_, _| vec![]);
-            }
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                warn!(error = %e, ?retry_in, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)");
-                tokio::time::sleep(retry_in).await;
-            }
-        }
-    }
+    crate::watch::drive(
+        watcher(state.api(), cfg),
+        |ev| {
+            cache.feed(Change::from(ev), |_, _| vec![]);
+        },
+        |e, retry| warn!(error = %e, ?retry, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)"),
+    )
+    .await;
 }
 
 /// Keep `index` current from a watch of the CRDs, waking the publisher on
 /// every change.
 async fn feed_crd_index(api: Api<DynamicObject>, index: Arc<schema::CrdIndex>, wake: Arc<Notify>) {
     use crate::sync::cache::Change;
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
-    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(ev) => {
-                backoff.reset();
-                index.feed(Change::from(ev));
-                wake.notify_one();
-            }
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                warn!(error = %e, ?retry_in, "watching CustomResourceDefinitions failed; retrying");
-                tokio::time::sleep(retry_in).await;
-            }
-        }
-    }
+    crate::watch::drive(
+        watcher(api, watcher::Config::default()),
+        |ev| {
+            index.feed(Change::from(ev));
+            wake.notify_one();
+        },
+        |e, retry| warn!(error = %e, ?retry, "watching CustomResourceDefinitions failed"),
+    )
+    .await;
 }
 
-async fn wake_on_events<S, T>(mut stream: S, wake: Arc<Notify>)
+async fn wake_on_events<S, T>(stream: S, wake: Arc<Notify>)
 where
-    S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>> + Unpin,
+    S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>>,
 {
-    let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(_) => {
-                backoff.reset();
-                wake.notify_one();
-            }
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                warn!(error = %e, ?retry_in, "watch failed; retrying");
-                tokio::time::sleep(retry_in).await;
-            }
-        }
-    }
+    crate::watch::drive(
+        stream,
+        |_| wake.notify_one(),
+        |e, retry| warn!(error = %e, ?retry, "watch failed"),
+    )
+    .await;
 }
 
 /// Convert a metav1.LabelSelector into our selector type.

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher;
 use tokio::task::JoinSet;
@@ -50,61 +49,119 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         WorkQueue::new(Duration::from_millis(100), Duration::from_secs(30));
     info!(published_resource = %ctx.published_resource, "starting sync controller");
 
-    let local_watch = {
-        let (ctx, queue) = (ctx.clone(), queue.clone());
-        async move {
-            let api: Api<DynamicObject> = Api::all_with(ctx.service.clone(), &ctx.local.ar);
-            let cfg = watcher::Config::default()
-                .labels(&format!("{AGENT_NAME_LABEL}={}", ctx.agent_name));
-            let copies = &ctx.copies;
-            // Every event of a copy (the initial list too) re-checks the
-            // kcp object it belongs to.
-            watch_loop("service", api, cfg, queue, move |ev| {
-                copies.feed(ev, |o, _| local_key(o).into_iter().collect())
-            })
-            .await;
-        }
+    let pr = ctx.published_resource.clone();
+    let mut tasks = JoinSet::new();
+    // Every loop below is supervised (crate::supervise): one that panics or
+    // ends is restarted, so a cache or a queue cannot die silently.
+    let supervise = |tasks: &mut JoinSet<()>, task, make| {
+        tasks.spawn(crate::supervise::supervised(
+            task,
+            pr.clone(),
+            cancel.clone(),
+            make,
+        ));
     };
+    // The Event recorder owns its queue's receiver: it runs once, and
+    // ends only when the sync stops (it has no fallible step to supervise).
+    tasks.spawn(ctx.recorder.clone().run());
+    {
+        let ctx = ctx.clone();
+        supervise(
+            &mut tasks,
+            "failure-summary",
+            boxed(move || summarise_failures(ctx.clone())),
+        );
+    }
+    {
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        supervise(
+            &mut tasks,
+            "follow-shards",
+            boxed(move || follow_shards(ctx.clone(), queue.clone())),
+        );
+    }
+    {
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        supervise(
+            &mut tasks,
+            "service-watch",
+            boxed(move || watch_copies(ctx.clone(), queue.clone())),
+        );
+    }
     // (The state Secrets are cached once per agent, by the publisher: see
     // `publish::feed_state_cache`.)
-    let mut tasks = JoinSet::new();
-    tasks.spawn(ctx.recorder.clone().run());
-    tasks.spawn(summarise_failures(ctx.clone()));
-    tasks.spawn(follow_shards(ctx.clone(), queue.clone()));
-    tasks.spawn(local_watch);
     // Related objects on the service cluster, cached (kcp-side ones are
     // watched per shard); with `watch`, a change enqueues the primary.
     for gvr in super::related_cache::kinds(&ctx, true) {
-        tasks.spawn(super::related_cache::watch(
-            ctx.clone(),
-            true,
-            gvr,
-            None,
-            queue.clone(),
-        ));
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        supervise(
+            &mut tasks,
+            "related-watch",
+            boxed(move || {
+                super::related_cache::watch(ctx.clone(), true, gvr.clone(), None, queue.clone())
+            }),
+        );
     }
     // After a plugin swap every object is checked again with the new code.
     {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        tasks.spawn(async move {
-            loop {
-                ctx.resync_all.notified().await;
-                let keys = ctx.cache.keys();
-                info!(published_resource = %ctx.published_resource, objects = keys.len(), "plugins changed; re-checking every object");
-                for key in keys {
-                    queue.add(key);
+        supervise(
+            &mut tasks,
+            "plugin-resync",
+            boxed(move || {
+                let (ctx, queue) = (ctx.clone(), queue.clone());
+                async move {
+                    loop {
+                        ctx.resync_all.notified().await;
+                        let keys = ctx.cache.keys();
+                        info!(published_resource = %ctx.published_resource, objects = keys.len(), "plugins changed; re-checking every object");
+                        for key in keys {
+                            queue.add(key);
+                        }
+                    }
                 }
-            }
-        });
+            }),
+        );
     }
     wait_for_initial_lists(&ctx).await;
-    // Supervised workers: a worker that ends (it never should) is
-    // restarted and the failure logged.
-    tasks.spawn(supervise_workers(ctx.clone(), queue.clone()));
+    // Workers are supervised one by one (supervise_workers); their
+    // supervisor is supervised like every other loop.
+    {
+        let (ctx, queue) = (ctx.clone(), queue.clone());
+        supervise(
+            &mut tasks,
+            "sync-workers",
+            boxed(move || supervise_workers(ctx.clone(), queue.clone())),
+        );
+    }
     cancel.cancelled().await;
     queue.shut_down();
     tasks.abort_all();
     info!(published_resource = %ctx.published_resource, "stopped sync controller");
+}
+
+type Loop = futures::future::BoxFuture<'static, ()>;
+
+/// A loop factory with one type, so the supervised loops of a controller
+/// can share one spawning helper.
+fn boxed<F, Fut>(make: F) -> Box<dyn Fn() -> Loop + Send + Sync>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    Box::new(move || Box::pin(make()) as Loop)
+}
+
+/// The copies on the service cluster: every event of a copy (the initial
+/// list too) re-checks the kcp object it belongs to.
+async fn watch_copies(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
+    let api: Api<DynamicObject> = Api::all_with(ctx.service.clone(), &ctx.local.ar);
+    let cfg = watcher::Config::default().labels(&format!("{AGENT_NAME_LABEL}={}", ctx.agent_name));
+    let copies = &ctx.copies;
+    watch_loop("service", api, cfg, queue, move |ev| {
+        copies.feed(ev, |o, _| local_key(o).into_iter().collect())
+    })
+    .await;
 }
 
 /// What workers need of a sync context; a trait so the worker loop and its
@@ -183,7 +240,9 @@ async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
             .await
         {
             Ok(r) => r,
-            Err(panic) => Err(super::syncer::SyncError::Panicked(panic_message(&panic))),
+            Err(panic) => Err(super::syncer::SyncError::Panicked(
+                crate::supervise::panic_message(&panic),
+            )),
         };
         ctx.record(&key, &result).await;
         let label = match &result {
@@ -237,16 +296,6 @@ async fn summarise_failures(ctx: Arc<SyncContext>) {
     }
 }
 
-fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".into()
-    }
-}
-
 /// Wait (bounded) until every current shard has been listed once, so the
 /// first reconciles see the objects instead of a cache still filling.
 async fn wait_for_initial_lists(ctx: &SyncContext) {
@@ -291,15 +340,35 @@ async fn follow_shards(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) 
             }
             info!(published_resource = %ctx.published_resource, %url, "watching shard");
             let url: Arc<str> = url.into();
+            // Supervised like the controller's other loops; they end when
+            // their set is dropped (the shard left), so no token fires them.
+            let never = CancellationToken::new();
+            let pr = ctx.published_resource.clone();
             let mut set = JoinSet::new();
-            set.spawn(kcp_watch(ctx.clone(), url.clone(), queue.clone()));
+            {
+                let (ctx, url, queue) = (ctx.clone(), url.clone(), queue.clone());
+                set.spawn(crate::supervise::supervised(
+                    "kcp-watch",
+                    pr.clone(),
+                    never.clone(),
+                    move || kcp_watch(ctx.clone(), url.clone(), queue.clone()),
+                ));
+            }
             for gvr in super::related_cache::kinds(&ctx, false) {
-                set.spawn(super::related_cache::watch(
-                    ctx.clone(),
-                    false,
-                    gvr,
-                    Some(url.clone()),
-                    queue.clone(),
+                let (ctx, url, queue) = (ctx.clone(), url.clone(), queue.clone());
+                set.spawn(crate::supervise::supervised(
+                    "related-watch",
+                    pr.clone(),
+                    never.clone(),
+                    move || {
+                        super::related_cache::watch(
+                            ctx.clone(),
+                            false,
+                            gvr.clone(),
+                            Some(url.clone()),
+                            queue.clone(),
+                        )
+                    },
                 ));
             }
             shards.insert(url.to_string(), set);
@@ -357,44 +426,29 @@ pub(super) async fn watch_loop<K, F>(
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     F: FnMut(Change<K>) -> Vec<ObjectKey>,
 {
-    let mut stream = watcher(api, cfg).boxed();
-    let mut backoff = crate::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-    loop {
-        match stream.try_next().await {
-            Ok(Some(ev)) => {
-                backoff.reset();
-                for k in on_change(Change::from(ev)) {
-                    debug!(side, key = %k, "event");
-                    queue.add(k);
-                }
+    crate::watch::drive(
+        watcher(api, cfg),
+        |ev| {
+            for k in on_change(Change::from(ev)) {
+                debug!(side, key = %k, "event");
+                queue.add(k);
             }
-            Ok(None) => return,
-            Err(e) => {
-                let retry_in = backoff.next_delay();
-                if is_forbidden(&e) {
-                    // Until the RBAC is fixed, readers fall back to the API.
-                    let fix = if side == "kcp" {
-                        "check the APIExport's permission claims and the agent's kcp RBAC (docs/rbac.md)"
-                    } else {
-                        "grant list and watch as docs/rbac.md lists"
-                    };
-                    error!(side, error = %e, ?retry_in, fix, "the agent may not list/watch these objects; reading them one by one meanwhile");
+        },
+        |e, retry| {
+            if crate::watch::is_forbidden(e) {
+                // Until the RBAC is fixed, readers fall back to the API.
+                let fix = if side == "kcp" {
+                    "check the APIExport's permission claims and the agent's kcp RBAC (docs/rbac.md)"
                 } else {
-                    warn!(side, error = %e, ?retry_in, "watch failed; retrying");
-                }
-                tokio::time::sleep(retry_in).await;
+                    "grant list and watch as docs/rbac.md lists"
+                };
+                error!(side, error = %e, ?retry, fix, "the agent may not list/watch these objects; reading them one by one meanwhile");
+            } else {
+                warn!(side, error = %e, ?retry, "watch failed");
             }
-        }
-    }
-}
-
-fn is_forbidden(e: &watcher::Error) -> bool {
-    matches!(
-        e,
-        watcher::Error::InitialListFailed(kube::Error::Api(s))
-            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-            if s.code == 403
+        },
     )
+    .await;
 }
 
 /// Map a service-cluster copy back to the kcp object it came from.

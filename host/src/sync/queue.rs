@@ -1,7 +1,7 @@
 //! A work queue in the style of client-go's: a key is queued at most once,
 //! never processed by two workers at the same time (a key added while in
 //! flight is re-queued when the worker finishes), can be added after a delay,
-//! and failing keys back off exponentially.
+//! and failing keys back off exponentially (jittered: [`crate::backoff`]).
 //!
 //! A key has at most one pending delayed entry and one timer: a later
 //! `add_after` keeps the earlier deadline (or moves the one timer earlier),
@@ -104,6 +104,8 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         }
         if !g.driver {
             g.driver = true;
+            // Holds only a Weak: it ends when the queue is shut down or
+            // dropped, so it needs no owner.
             tokio::spawn(drive_timers(Arc::downgrade(self)));
         }
     }
@@ -149,11 +151,10 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             *n += 1;
             *n
         };
-        let delay = self
-            .base_delay
-            .saturating_mul(1u32 << (n - 1).min(16))
-            .min(self.max_delay);
-        self.add_after(key, delay);
+        self.add_after(
+            key,
+            crate::backoff::nth_delay(self.base_delay, self.max_delay, n),
+        );
     }
 
     /// Forget a key's failure history (after a success).

@@ -1,0 +1,139 @@
+//! The one loop that drives a kube-runtime watcher stream, for every cache
+//! and trigger of the agent (PublishedResources, CRDs, state Secrets, the
+//! endpoint slice, synced objects and their copies, related objects).
+//!
+//! kube-runtime's watcher re-lists by itself after an error; what it leaves
+//! to its caller is how long to wait before polling it again. Here:
+//! - a `410 Gone` (the resourceVersion it resumed from has been compacted,
+//!   as after a kcp restart) is not a failure of the server: the next poll
+//!   lists afresh at once, without waiting;
+//! - any other error waits a jittered exponential backoff (capped at
+//!   [`MAX_RETRY`], so a server that is back is used again within seconds),
+//!   reset by the next event.
+
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use kube::runtime::watcher;
+
+use crate::backoff::Backoff;
+
+/// The first retry after a failed list or watch.
+pub const FIRST_RETRY: Duration = Duration::from_millis(800);
+/// The longest wait between two attempts while a server does not answer.
+pub const MAX_RETRY: Duration = Duration::from_secs(10);
+
+/// What a failed poll of a watch stream leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Poll again at once: the watcher lists afresh.
+    Relist,
+    /// Wait this long first.
+    After(Duration),
+}
+
+/// Drive `stream` until it ends, handing every event to `on_event`. On an
+/// error, `on_error` is told what happens next (to log it with its own
+/// context), then the loop waits as [`Retry`] says.
+pub async fn drive<K, S>(
+    stream: S,
+    mut on_event: impl FnMut(watcher::Event<K>),
+    mut on_error: impl FnMut(&watcher::Error, Retry),
+) where
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+{
+    let mut stream = std::pin::pin!(stream);
+    let mut backoff = Backoff::new(FIRST_RETRY, MAX_RETRY);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                backoff.reset();
+                on_event(ev);
+            }
+            Err(e) => {
+                let retry = if is_gone(&e) {
+                    Retry::Relist
+                } else {
+                    Retry::After(backoff.next_delay())
+                };
+                on_error(&e, retry);
+                if let Retry::After(d) = retry {
+                    tokio::time::sleep(d).await;
+                }
+            }
+        }
+    }
+}
+
+/// The watch resumed from a resourceVersion the server no longer has.
+pub fn is_gone(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchError(s) if s.code == 410)
+}
+
+/// The agent may not list or watch these objects.
+pub fn is_forbidden(e: &watcher::Error) -> bool {
+    matches!(
+        e,
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+            if s.code == 403
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn status(code: u16) -> watcher::Error {
+        let mut s = Status::failure("expired", "Expired");
+        s.code = code;
+        watcher::Error::WatchError(Box::new(s))
+    }
+
+    /// A 410 relists at once; other errors back off, and an event resets
+    /// the backoff. With a paused clock, the time the loop slept is exact.
+    #[tokio::test(start_paused = true)]
+    async fn gone_relists_at_once_and_errors_back_off() {
+        type Item = Result<watcher::Event<()>, watcher::Error>;
+        let items: Vec<Item> = vec![
+            Err(status(410)),
+            Ok(watcher::Event::Init),
+            Err(status(500)),
+            Err(status(500)),
+            Ok(watcher::Event::InitDone),
+            Err(status(500)),
+        ];
+        let start = tokio::time::Instant::now();
+        let mut events = 0;
+        let mut retries = Vec::new();
+        drive(
+            futures::stream::iter(items),
+            |_| events += 1,
+            |_, r| retries.push(r),
+        )
+        .await;
+        assert_eq!(events, 2);
+        assert_eq!(retries[0], Retry::Relist);
+        let waits: Vec<Duration> = retries[1..]
+            .iter()
+            .map(|r| match r {
+                Retry::After(d) => *d,
+                Retry::Relist => panic!("only a 410 relists at once: {retries:?}"),
+            })
+            .collect();
+        // Second failure in a row waits about twice the first; after an
+        // event the next failure starts from the first retry again.
+        assert!(waits[0] <= FIRST_RETRY && waits[0] >= FIRST_RETRY / 2);
+        assert!(waits[1] <= FIRST_RETRY * 2 && waits[1] >= FIRST_RETRY);
+        assert!(waits[2] <= FIRST_RETRY && waits[2] >= FIRST_RETRY / 2);
+        // Exactly the backoffs (timers round up to the millisecond), and
+        // nothing for the 410.
+        let slept = start.elapsed();
+        let backoffs: Duration = waits.iter().sum();
+        assert!(
+            slept >= backoffs && slept <= backoffs + Duration::from_millis(waits.len() as u64),
+            "slept {slept:?} for backoffs {backoffs:?}"
+        );
+    }
+}
