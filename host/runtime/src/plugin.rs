@@ -180,6 +180,11 @@ impl Plugin {
         &self.name
     }
 
+    /// The shared compiled component (the runtime pins the built-ins').
+    pub(crate) fn compiled(&self) -> Arc<Compiled> {
+        self.compiled.clone()
+    }
+
     /// `sha256:<hex>` of the component bytes.
     pub fn digest(&self) -> &str {
         &self.compiled.digest

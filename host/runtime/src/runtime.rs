@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -122,6 +122,9 @@ pub struct RuntimeStats {
     pub memory_hits: u64,
     /// Cache entries rejected (bad checksum, incompatible, unreadable).
     pub cache_rejected: u64,
+    /// Compiled components held in memory now: the built-ins, plus every
+    /// digest some loaded [`Plugin`] still uses.
+    pub resident: u64,
 }
 
 #[derive(Default)]
@@ -214,14 +217,22 @@ pub(crate) struct Inner {
     guarded: EngineSet,
     cfg: RuntimeConfig,
     /// digest → compiled component; the slot's own lock makes concurrent
-    /// loads of one digest compile once.
+    /// loads of one digest compile once. A slot holds its component weakly:
+    /// once no [`Plugin`] of a digest is left (no PublishedResource,
+    /// InitTarget or WasmPlugin uses it), its compiled code is freed and
+    /// the slot swept, so memory follows the digests in use, not every
+    /// digest ever seen.
     slots: Mutex<HashMap<String, Slot>>,
+    /// The built-ins' components, kept for the life of the runtime: any
+    /// PublishedResource may name them at any time, and there are few.
+    pinned: Mutex<HashMap<String, Arc<Compiled>>>,
     counters: Counters,
     calls: CallPool,
 }
 
-/// One digest's compiled component, filled by the first load.
-type Slot = Arc<Mutex<Option<Arc<Compiled>>>>;
+/// One digest's compiled component, filled by the first load and empty
+/// again once every plugin using it is gone.
+type Slot = Arc<Mutex<Weak<Compiled>>>;
 
 /// The plugin runtime: one per process, cheap to clone.
 #[derive(Clone)]
@@ -266,6 +277,7 @@ impl Runtime {
                 bounds_checked,
                 guarded,
                 slots: Mutex::default(),
+                pinned: Mutex::default(),
                 counters: Counters::default(),
                 calls: CallPool::new(cfg.max_concurrent_calls),
                 cfg,
@@ -303,7 +315,21 @@ impl Runtime {
             disk_hits: c.disk_hits.load(Ordering::Relaxed),
             memory_hits: c.memory_hits.load(Ordering::Relaxed),
             cache_rejected: c.cache_rejected.load(Ordering::Relaxed),
+            resident: self.resident() as u64,
         }
+    }
+
+    /// Compiled components alive: those some slot can still reach.
+    fn resident(&self) -> usize {
+        let slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots
+            .values()
+            .filter(|s| match s.try_lock() {
+                Ok(w) => w.strong_count() > 0,
+                // Being filled right now.
+                Err(_) => true,
+            })
+            .count()
     }
 
     /// Where the compiled form of `plugin` is cached, if caching is on.
@@ -373,20 +399,24 @@ impl Runtime {
         }
         let slot = {
             let mut slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+            // Sweep slots whose component is gone (a slot being filled is
+            // locked, and kept).
+            slots
+                .retain(|d, s| d == &digest || s.try_lock().map_or(true, |w| w.strong_count() > 0));
             slots.entry(digest.clone()).or_default().clone()
         };
         let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
-        let compiled = match &*guard {
+        let compiled = match guard.upgrade() {
             Some(c) => {
                 self.inner
                     .counters
                     .memory_hits
                     .fetch_add(1, Ordering::Relaxed);
-                c.clone()
+                c
             }
             None => {
                 let c = Arc::new(self.prepare(name, &digest, wasm)?);
-                *guard = Some(c.clone());
+                *guard = Arc::downgrade(&c);
                 c
             }
         };
@@ -427,7 +457,14 @@ impl Runtime {
             }
         }
         if let Some(b) = syncweave_builtins::get(name) {
-            return self.load_with_digest(name, b.digest, b.wasm, limits);
+            let plugin = self.load_with_digest(name, b.digest, b.wasm, limits)?;
+            self.inner
+                .pinned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(name.to_string())
+                .or_insert_with(|| plugin.compiled());
+            return Ok(plugin);
         }
         let searched = if dirs.is_empty() {
             String::new()

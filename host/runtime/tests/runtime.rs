@@ -322,6 +322,30 @@ fn same_bytes_share_one_compiled_component() {
     assert_eq!((s.compiled, s.memory_hits), (1, 1));
 }
 
+/// Compiled code lives as long as some plugin of its digest does: a
+/// digest nobody uses any more (a WasmPlugin moved on, its PublishedResource
+/// went) is freed, and loading it again goes back to the caches. The
+/// built-ins stay.
+#[test]
+fn unused_digests_are_evicted_and_builtins_stay() {
+    let rt = runtime();
+    let a = rt.load("a", &common::wasm("test-echo"), None).unwrap();
+    let b = rt.load("b", &common::wasm("test-echo"), None).unwrap();
+    assert_eq!(rt.stats().resident, 1);
+    drop(a);
+    assert_eq!(rt.stats().resident, 1, "b still uses the digest");
+    drop(b);
+    assert_eq!(rt.stats().resident, 0, "nobody uses the digest");
+    let _again = rt.load("a", &common::wasm("test-echo"), None).unwrap();
+    let s = rt.stats();
+    assert_eq!((s.compiled, s.memory_hits), (2, 1), "compiled again: {s:?}");
+
+    drop(rt.load_builtin("projection").unwrap());
+    assert_eq!(rt.stats().resident, 2, "the built-in is pinned");
+    drop(rt.load_builtin("projection").unwrap());
+    assert_eq!(rt.stats().memory_hits, 2);
+}
+
 #[test]
 fn cache_round_trip_and_tamper_rejection() {
     let dir = common::tempdir("cache");
@@ -408,7 +432,8 @@ fn a_known_digest_skips_hashing_but_must_be_well_formed() {
     };
     let wasm = common::wasm("test-echo");
     let rt = Runtime::new(cfg).unwrap();
-    let digest = rt.load("echo", &wasm, None).unwrap().digest().to_string();
+    let first = rt.load("echo", &wasm, None).unwrap();
+    let digest = first.digest().to_string();
     let again = rt.load_with_digest("echo", &digest, &wasm, None).unwrap();
     assert_eq!(again.digest(), digest);
     assert_eq!(rt.stats().memory_hits, 1);
