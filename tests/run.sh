@@ -4,7 +4,8 @@
 #      etcd and helm built from Go modules)
 #   2. builds the host (which compiles the built-in plugins from source and
 #      embeds them) and the example plugins
-#   3. checks the Helm chart (lint, template with upstream-style values)
+#   3. runs cargo fmt --check and cargo clippy -D warnings, and
+#      checks the Helm chart (lint, template with upstream-style values)
 #   4. runs host unit tests, runtime tests (hostile plugins), guest plugin
 #      unit tests, and end-to-end tests against a real kcp and a real
 #      kube-apiserver service cluster
@@ -19,6 +20,10 @@ tests/setup.sh >/dev/null
 
 phase "building the host (built-in plugins are compiled and embedded)"
 cargo build --workspace --all-targets
+
+phase "lints (cargo fmt --check, cargo clippy -D warnings)"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
 
 phase "building example plugins (Rust, Python, JavaScript)"
 examples/build.sh

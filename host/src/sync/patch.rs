@@ -81,22 +81,7 @@ mod tests {
 
     /// RFC 7386 applied to a document, to check what a patch does.
     fn apply(target: &mut Value, patch: &Value) {
-        match patch {
-            Value::Object(p) => {
-                if !target.is_object() {
-                    *target = Value::Object(Map::new());
-                }
-                let t = target.as_object_mut().expect("object");
-                for (k, v) in p {
-                    if v.is_null() {
-                        t.remove(k);
-                    } else {
-                        apply(t.entry(k.clone()).or_insert(Value::Null), v);
-                    }
-                }
-            }
-            other => *target = other.clone(),
-        }
+        json_patch::merge(target, patch);
     }
 
     /// The loop a CEL mutation `value * 2.0` caused: the desired state has
