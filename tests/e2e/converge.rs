@@ -234,12 +234,3 @@ fn ready_false_message(pr: &DynamicObject) -> Option<String> {
         .find(|c| c["type"] == "Ready" && c["status"] == "False")
         .and_then(|c| c["message"].as_str().map(str::to_string))
 }
-
-async fn create(api: &Api<DynamicObject>, obj: Value) {
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(obj).unwrap(),
-    )
-    .await
-    .unwrap();
-}

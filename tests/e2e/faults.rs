@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use syncweave_tests::env::*;
 use syncweave_tests::proxy::Proxy;
 use syncweave_tests::*;
@@ -143,15 +143,6 @@ async fn start_pair(env: &Env, proxy: &Proxy) -> Pair {
     }
 }
 
-async fn create(api: &Api<DynamicObject>, name: &str) {
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(crontab(name, "img")).unwrap(),
-    )
-    .await
-    .unwrap();
-}
-
 /// Every kcp object has exactly one copy, and no copy lacks its object.
 async fn exactly_one_copy_each(kcp_api: &Api<DynamicObject>, copies: &Api<DynamicObject>) {
     eventually("every object synced exactly once", WAIT, || async {
@@ -216,7 +207,7 @@ async fn a_partitioned_leader_writes_nothing_after_its_renew_deadline() {
     let kcp_api = crontabs(&client, "default");
     let copies = crontabs(&env.service_client, &consumer.cluster);
     for i in 0..3 {
-        create(&kcp_api, &format!("before-{i}")).await;
+        create(&kcp_api, crontab(&format!("before-{i}"), "img")).await;
     }
     exactly_one_copy_each(&kcp_api, &copies).await;
     // The positive signal first: the leader's kcp writes are in the audit log.
@@ -252,7 +243,7 @@ async fn a_partitioned_leader_writes_nothing_after_its_renew_deadline() {
     let mut took_over = None;
     let creates = if legacy { 44 } else { 24 };
     for i in 0..creates {
-        create(&kcp_api, &format!("during-{i}")).await;
+        create(&kcp_api, crontab(&format!("during-{i}"), "img")).await;
         if took_over.is_none() && holds_lease(&env, pair.b.pid()).await {
             took_over = Some(cut_at.elapsed());
         }
@@ -330,7 +321,7 @@ async fn a_frozen_leader_writes_nothing_once_resumed() {
     let (consumer, client) = env.consumer("consumer").await;
     let kcp_api = crontabs(&client, "default");
     let copies = crontabs(&env.service_client, &consumer.cluster);
-    create(&kcp_api, "before").await;
+    create(&kcp_api, crontab("before", "img")).await;
     exactly_one_copy_each(&kcp_api, &copies).await;
 
     assert_eq!(leads(pair.metrics_a).await, Some(true), "replica a leads");
@@ -342,7 +333,7 @@ async fn a_frozen_leader_writes_nothing_once_resumed() {
     .await;
     // New work the frozen leader will see when it resumes.
     for i in 0..5 {
-        create(&kcp_api, &format!("while-frozen-{i}")).await;
+        create(&kcp_api, crontab(&format!("while-frozen-{i}"), "img")).await;
     }
     tokio::time::sleep(LEASE * 2).await;
     let resumed = unix_now();

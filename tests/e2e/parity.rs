@@ -116,15 +116,6 @@ async fn wait_gone_secret(secrets: &Api<Secret>, name: &str) {
     .await;
 }
 
-async fn create(api: &Api<DynamicObject>, obj: Value) {
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(obj).unwrap(),
-    )
-    .await
-    .unwrap();
-}
-
 async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> DynamicObject {
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await

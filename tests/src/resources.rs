@@ -117,6 +117,16 @@ pub async fn apply_crds(client: &Client, yaml: &str) -> Result<()> {
     Ok(())
 }
 
+/// Create `obj` (JSON) through `api`; panics with the server's answer if
+/// it is refused, since every caller is a test that cannot go on without it.
+pub async fn create(api: &Api<DynamicObject>, obj: Value) -> DynamicObject {
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or_default();
+    let obj: DynamicObject = serde_json::from_value(obj).expect("a valid object");
+    api.create(&kube::api::PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("creating {name}: {e}"))
+}
+
 /// Get an object, mapping 404 to None.
 pub async fn get_opt(
     api: &Api<DynamicObject>,
