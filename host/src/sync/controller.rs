@@ -51,42 +51,37 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
 
     let pr = ctx.published_resource.clone();
     let mut tasks = JoinSet::new();
-    // Every loop below is supervised (crate::supervise): one that panics or
-    // ends is restarted, so a cache or a queue cannot die silently.
-    let supervise = |tasks: &mut JoinSet<()>, task, make| {
-        tasks.spawn(crate::supervise::supervised(
-            task,
-            pr.clone(),
-            cancel.clone(),
-            make,
-        ));
-    };
     // The Event recorder owns its queue's receiver: it runs once, and
     // ends only when the sync stops (it has no fallible step to supervise).
     tasks.spawn(ctx.recorder.clone().run());
+    // Every other loop is supervised (crate::supervise): one that panics or
+    // ends is restarted, so a cache or a queue cannot die silently.
     {
         let ctx = ctx.clone();
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "failure-summary",
-            boxed(move || summarise_failures(ctx.clone())),
-        );
+            pr.clone(),
+            cancel.clone(),
+            move || summarise_failures(ctx.clone()),
+        ));
     }
     {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "follow-shards",
-            boxed(move || follow_shards(ctx.clone(), queue.clone())),
-        );
+            pr.clone(),
+            cancel.clone(),
+            move || follow_shards(ctx.clone(), queue.clone()),
+        ));
     }
     {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "service-watch",
-            boxed(move || watch_copies(ctx.clone(), queue.clone())),
-        );
+            pr.clone(),
+            cancel.clone(),
+            move || watch_copies(ctx.clone(), queue.clone()),
+        ));
     }
     // (The state Secrets are cached once per agent, by the publisher: see
     // `publish::feed_state_cache`.)
@@ -94,45 +89,36 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     // watched per shard); with `watch`, a change enqueues the primary.
     for gvr in super::related_cache::kinds(&ctx, true) {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "related-watch",
-            boxed(move || {
+            pr.clone(),
+            cancel.clone(),
+            move || {
                 super::related_cache::watch(ctx.clone(), true, gvr.clone(), None, queue.clone())
-            }),
-        );
+            },
+        ));
     }
     // After a plugin swap every object is checked again with the new code.
     {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "plugin-resync",
-            boxed(move || {
-                let (ctx, queue) = (ctx.clone(), queue.clone());
-                async move {
-                    loop {
-                        ctx.resync_all.notified().await;
-                        let keys = ctx.cache.keys();
-                        info!(published_resource = %ctx.published_resource, objects = keys.len(), "plugins changed; re-checking every object");
-                        for key in keys {
-                            queue.add(key);
-                        }
-                    }
-                }
-            }),
-        );
+            pr.clone(),
+            cancel.clone(),
+            move || recheck_on_plugin_change(ctx.clone(), queue.clone()),
+        ));
     }
     wait_for_initial_lists(&ctx).await;
     // Workers are supervised one by one (supervise_workers); their
     // supervisor is supervised like every other loop.
     {
         let (ctx, queue) = (ctx.clone(), queue.clone());
-        supervise(
-            &mut tasks,
+        tasks.spawn(crate::supervise::supervised(
             "sync-workers",
-            boxed(move || supervise_workers(ctx.clone(), queue.clone())),
-        );
+            pr.clone(),
+            cancel.clone(),
+            move || supervise_workers(ctx.clone(), queue.clone()),
+        ));
     }
     cancel.cancelled().await;
     queue.shut_down();
@@ -140,16 +126,16 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     info!(published_resource = %ctx.published_resource, "stopped sync controller");
 }
 
-type Loop = futures::future::BoxFuture<'static, ()>;
-
-/// A loop factory with one type, so the supervised loops of a controller
-/// can share one spawning helper.
-fn boxed<F, Fut>(make: F) -> Box<dyn Fn() -> Loop + Send + Sync>
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    Box::new(move || Box::pin(make()) as Loop)
+/// Check every object again whenever the plugins change.
+async fn recheck_on_plugin_change(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
+    loop {
+        ctx.resync_all.notified().await;
+        let keys = ctx.cache.keys();
+        info!(published_resource = %ctx.published_resource, objects = keys.len(), "plugins changed; re-checking every object");
+        for key in keys {
+            queue.add(key);
+        }
+    }
 }
 
 /// The copies on the service cluster: every event of a copy (the initial
