@@ -137,7 +137,22 @@ pub struct SyncContext {
     /// a check that finds both unchanged has nothing to do (no plugin call,
     /// no request). Only where every input is watched (no related
     /// resources, no namespace filter).
-    pub in_sync: std::sync::Mutex<std::collections::HashMap<ObjectKey, (u64, u64)>>,
+    pub in_sync: std::sync::Mutex<std::collections::HashMap<ObjectKey, InSync>>,
+}
+
+/// What a reconcile left in sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InSync {
+    /// The (kcp object, copy) resourceVersions.
+    versions: (u64, u64),
+    /// When the reconcile wrote (a finalizer, a new copy): the plugins ran
+    /// on the objects *before* those writes, not on these versions (a copy
+    /// just placed was computed with no copy for `other` to read). Such an
+    /// entry answers the echoes of the writes for half a resync period;
+    /// the periodic check after that runs the plugins on what was written,
+    /// so a mutation that reads the copy is seen, without a second plugin
+    /// run per new object in a burst.
+    written_at: Option<tokio::time::Instant>,
 }
 
 /// The parts of a sync that run plugin code.
@@ -478,21 +493,32 @@ impl SyncContext {
     }
 
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
-        if let Some(versions) = self.versions(key)
-            && self
+        let before = self.versions(key);
+        if let Some(versions) = before
+            && let Some(memo) = self
                 .in_sync
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(key)
-                == Some(&versions)
+            && memo.versions == versions
+            && memo
+                .written_at
+                .is_none_or(|t| t.elapsed() < self.resync / 2)
         {
             return Ok(Outcome::Done);
         }
         let result = self.reconcile_changed(key).await;
         let mut memo = self.in_sync.lock().unwrap_or_else(|e| e.into_inner());
         match (&result, self.versions(key)) {
-            (Ok(Outcome::Done), Some(v)) => {
-                memo.insert(key.clone(), v);
+            (Ok(Outcome::Done), Some(versions)) => {
+                let written_at = (before != Some(versions)).then(tokio::time::Instant::now);
+                memo.insert(
+                    key.clone(),
+                    InSync {
+                        versions,
+                        written_at,
+                    },
+                );
             }
             _ => {
                 memo.remove(key);
