@@ -92,7 +92,7 @@ impl Packed {
     }
 }
 
-fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
+pub(super) fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
     v.meta().resource_version.as_deref()?.parse().ok()
 }
 

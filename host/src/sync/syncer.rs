@@ -140,6 +140,11 @@ pub struct SyncContext {
     pub in_sync: std::sync::Mutex<std::collections::HashMap<ObjectKey, InSync>>,
 }
 
+tokio::task_local! {
+    /// The (kcp object, copy) resourceVersions the running reconcile wrote.
+    static WROTE: std::cell::Cell<(Option<u64>, Option<u64>)>;
+}
+
 /// What a reconcile left in sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InSync {
@@ -507,10 +512,25 @@ impl SyncContext {
         {
             return Ok(Outcome::Done);
         }
-        let result = self.reconcile_changed(key).await;
+        let (result, wrote) = WROTE
+            .scope(Default::default(), async {
+                let r = self.reconcile_changed(key).await;
+                (r, WROTE.with(|w| w.get()))
+            })
+            .await;
+        // What this reconcile left: its own writes, else what it read. Any
+        // other version now (someone changed an object meanwhile) is news
+        // for the next check, not in sync.
+        let left = match (
+            wrote.0.or(before.map(|b| b.0)),
+            wrote.1.or(before.map(|b| b.1)),
+        ) {
+            (Some(k), Some(c)) => Some((k, c)),
+            _ => None,
+        };
         let mut memo = self.in_sync.lock().unwrap_or_else(|e| e.into_inner());
         match (&result, self.versions(key)) {
-            (Ok(Outcome::Done), Some(versions)) => {
+            (Ok(Outcome::Done), Some(versions)) if Some(versions) == left => {
                 let written_at = (before != Some(versions)).then(tokio::time::Instant::now);
                 memo.insert(
                     key.clone(),
@@ -525,6 +545,21 @@ impl SyncContext {
             }
         }
         result
+    }
+
+    /// The agent wrote `obj` (the kcp object): into the cache, and noted as
+    /// this reconcile's own version of it.
+    fn kcp_written(&self, obj: DynamicObject) {
+        let rv = super::cache::resource_version(&obj);
+        let _ = WROTE.try_with(|w| w.set((rv, w.get().1)));
+        self.cache.write_through(obj);
+    }
+
+    /// The agent wrote the copy `obj`: as [`SyncContext::kcp_written`].
+    fn copy_written(&self, obj: DynamicObject) {
+        let rv = super::cache::resource_version(&obj);
+        let _ = WROTE.try_with(|w| w.set((w.get().0, rv)));
+        self.copies.write_through(obj);
     }
 
     /// The (kcp object, copy) resourceVersions of `key` as the caches hold
@@ -590,7 +625,7 @@ impl SyncContext {
                 .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
                 .await
                 .map_err(kerr("adding finalizer to", key))?;
-            self.cache.write_through(accepted.clone());
+            self.kcp_written(accepted.clone());
             info!(%key, "accepted object (finalizer added)");
             if let Ok(v) = serde_json::to_value(&remote) {
                 self.emit(
@@ -748,7 +783,7 @@ impl SyncContext {
             .patch(&key.name, &PatchParams::default(), &Patch::Merge(&p))
             .await
             .map_err(kerr("releasing finalizer of", key))?;
-        self.cache.write_through(released);
+        self.kcp_written(released);
         info!(%key, "service copy gone; finalizer released");
         if let Ok(v) = serde_json::to_value(remote) {
             self.emit(
@@ -919,7 +954,7 @@ impl SyncContext {
                     .patch(&local_name, &PatchParams::default(), &Patch::Merge(&p))
                     .await
                     .map_err(kerr("patching service copy of", key))?;
-                self.copies.write_through(patched);
+                self.copy_written(patched);
                 written = p;
                 info!(%key, local = %local_name, "synced spec change to the service cluster");
                 self.emit(
@@ -942,7 +977,7 @@ impl SyncContext {
                     )
                     .await
                     .map_err(kerr("updating service copy of", key))?;
-                self.copies.write_through(updated);
+                self.copy_written(updated);
                 written = state.clone();
                 info!(%key, local = %local_name, "updated service copy (no previous state)");
                 self.emit(
@@ -990,7 +1025,7 @@ impl SyncContext {
         })?;
         let placed = match api.create(&PostParams::default(), &obj).await {
             Ok(created) => {
-                self.copies.write_through(created.clone());
+                self.copy_written(created.clone());
                 info!(%key, local = %name, namespace = ns.as_deref().unwrap_or(""), "placed object on the service cluster");
                 self.emit(
                     key,
@@ -1028,7 +1063,7 @@ impl SyncContext {
                     .replace(&name, &PostParams::default(), &existing)
                     .await
                     .map_err(kerr("adopting existing copy of", key))?;
-                self.copies.write_through(adopted);
+                self.copy_written(adopted);
                 info!(%key, local = %name, "adopted existing object on the service cluster");
                 // Adopted content is brought in line by a patch next pass.
                 None
@@ -1136,7 +1171,7 @@ impl SyncContext {
             )
             .await
             .map_err(kerr("updating status in kcp of", key))?;
-        self.cache.write_through(written);
+        self.kcp_written(written);
         self.convergence
             .wrote(key, Phase::Status, &inputs, &status_patch);
         info!(%key, "synced status to kcp");
