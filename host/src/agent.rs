@@ -10,15 +10,11 @@ use tracing::info;
 use crate::cli::{InitOptions, SyncOptions};
 use crate::health::{self, Health};
 use crate::kcp::KcpContext;
-use crate::plugins::PluginHost;
+use crate::plugin_chain::PluginHost;
 use crate::publish::{PublishConfig, Publisher};
 use crate::{kubeconfig, serve};
 
-/// Readiness checks of the sync role (see [`crate::health`]).
-pub const CHECK_KCP: &str = "kcp";
-pub const CHECK_SERVICE: &str = "service-cluster";
-pub const CHECK_SYNC: &str = "sync";
-pub const CHECK_INIT: &str = "init";
+use crate::health::{CHECK_INIT, CHECK_KCP, CHECK_SERVICE, CHECK_SYNC};
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long a stop waits for workers (a request to a server that hangs must
 /// not keep a replica that lost its lease alive; Kubernetes allows 30 s).
@@ -29,7 +25,13 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     crate::client::set_identity(&crate::leader::identity());
     let cancel = CancellationToken::new();
     let health = Health::new(&[CHECK_KCP, CHECK_SERVICE], &[CHECK_SYNC]);
-    let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
+    let servers = serve::start(
+        opts.common.metrics_address.0,
+        opts.common.health_address.0,
+        health.clone(),
+        cancel.clone(),
+    )
+    .await?;
     let kcp_cfg = kubeconfig::load_kcp(&opts.kcp_kubeconfig).await?;
     let service_cfg = kubeconfig::load_service_with(
         opts.common.kubeconfig.as_deref(),
@@ -75,13 +77,13 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         .context("starting the Wasm plugin runtime")?;
     crate::metrics::instrument(&runtime);
     // WasmPlugins are reconciled by the leader only (it writes their status).
-    let registry = crate::wasmplugin::WasmPluginRegistry::new();
-    let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
-        &runtime,
-        Some(service.clone()),
-    ))
+    let registry = crate::plugin_controller::WasmPluginRegistry::new();
+    let fetch = crate::plugin_fetch::FetchContext::new(
+        crate::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(service.clone())),
+    )
     .context("setting up plugin fetching")?;
-    let resolver = crate::wasmplugin::PluginResolver::new(runtime.clone(), registry.clone(), fetch);
+    let resolver =
+        crate::plugin_controller::PluginResolver::new(runtime.clone(), registry.clone(), fetch);
     let plugins = PluginHost::new(runtime.clone(), resolver);
     info!(builtins = ?plugins.runtime().builtin_names(), "plugin runtime ready");
 
@@ -103,7 +105,8 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let wasmplugins = tokio::spawn({
         let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
         async move {
-            if let Err(e) = crate::wasmplugin::run(service, runtime, registry, cancel.clone()).await
+            if let Err(e) =
+                crate::plugin_controller::run(service, runtime, registry, cancel.clone()).await
             {
                 tracing::error!(error = %e, "WasmPlugin controller failed; shutting down");
                 cancel.cancel();
@@ -201,7 +204,13 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     crate::client::set_identity(&crate::leader::identity());
     let cancel = CancellationToken::new();
     let health = Health::new(&[CHECK_KCP], &[CHECK_INIT]);
-    let servers = serve::start(&opts.common, health.clone(), cancel.clone()).await?;
+    let servers = serve::start(
+        opts.common.metrics_address.0,
+        opts.common.health_address.0,
+        health.clone(),
+        cancel.clone(),
+    )
+    .await?;
     // For this role --kubeconfig points at kcp; any /clusters/<x> in its
     // server URL is dropped, as upstream does.
     let kcp_cfg = match kubeconfig::load_service(opts.common.kubeconfig.as_deref()).await {
@@ -217,10 +226,9 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         .context("starting the Wasm plugin runtime")?;
     crate::metrics::instrument(&runtime);
     // configmap:// renderer sources are read from the config workspace.
-    let fetch = crate::sources::FetchContext::new(crate::sources::FetchOptions::for_runtime(
-        &runtime,
-        Some(config_client.clone()),
-    ))?;
+    let fetch = crate::plugin_fetch::FetchContext::new(
+        crate::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(config_client.clone())),
+    )?;
     let agent = crate::init::InitAgent::new(
         kcp_cfg,
         crate::init::InitConfig {

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +30,7 @@ pub enum Command {
     Init(InitArgs),
     /// Build, inspect and test Wasm plugins.
     #[command(subcommand)]
-    Plugin(crate::plugin_cmd::PluginCommand),
+    Plugin(crate::plugin_cli::PluginCommand),
     /// Register a physical cluster with a kcp workspace (the legacy kcp
     /// syncer's workflow): Deployments, Services and Ingresses down, Pods up.
     #[command(subcommand)]
@@ -39,15 +39,7 @@ pub enum Command {
     Version,
 }
 
-/// Log output format, as upstream: `JSON` (default) or `Console`, any case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "verbatim")]
-pub enum LogFormat {
-    #[value(name = "JSON", alias = "json", alias = "Json")]
-    Json,
-    #[value(name = "Console", alias = "console", alias = "CONSOLE")]
-    Console,
-}
+pub use crate::logging::LogFormat;
 
 /// Flags shared by both agent roles.
 #[derive(Debug, Args, Clone)]

@@ -16,6 +16,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// The readiness checks the agents report.
+pub const CHECK_KCP: &str = "kcp";
+pub const CHECK_SERVICE: &str = "service-cluster";
+pub const CHECK_SYNC: &str = "sync";
+pub const CHECK_INIT: &str = "init";
+
 /// The checks and their last results.
 #[derive(Debug, Default)]
 pub struct Health {

@@ -1,9 +1,20 @@
 //! Logging setup: JSON or console to stderr, like upstream's zap config.
-use crate::cli::{CommonArgs, LogFormat};
+use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
 
-pub fn init(common: &CommonArgs) {
-    let default = if common.log_debug { "debug" } else { "info" };
+/// Log output format, as upstream: `JSON` (default) or `Console`, any case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "verbatim")]
+pub enum LogFormat {
+    #[value(name = "JSON", alias = "json", alias = "Json")]
+    Json,
+    #[value(name = "Console", alias = "console", alias = "CONSOLE")]
+    Console,
+}
+
+/// Install the global subscriber (`--log-format`, `--log-debug`).
+pub fn init(format: LogFormat, debug: bool) {
+    let default = if debug { "debug" } else { "info" };
     // Our crates log at the chosen level; noisy dependencies stay at warn
     // unless RUST_LOG says otherwise.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
@@ -14,7 +25,7 @@ pub fn init(common: &CommonArgs) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    match common.log_format {
+    match format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Console => builder.compact().init(),
     }

@@ -17,19 +17,19 @@ async fn main() -> ExitCode {
         }
         Command::Sync(args) => match args.validate() {
             Ok(opts) => {
-                syncweave::logging::init(&opts.common);
+                syncweave::logging::init(opts.common.log_format, opts.common.log_debug);
                 syncweave::agent::run_sync(opts).await
             }
             Err(e) => Err(e.into()),
         },
         Command::Init(args) => match args.validate() {
             Ok(opts) => {
-                syncweave::logging::init(&opts.common);
+                syncweave::logging::init(opts.common.log_format, opts.common.log_debug);
                 syncweave::agent::run_init(opts).await
             }
             Err(e) => Err(e.into()),
         },
-        Command::Plugin(cmd) => syncweave::plugin_cmd::run(cmd).await,
+        Command::Plugin(cmd) => syncweave::plugin_cli::run(cmd).await,
         Command::Cluster(cmd) => syncweave::cluster::run(cmd).await,
     };
     match result {

@@ -17,9 +17,10 @@ use syncweave_runtime::{
 
 use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, WasmUse};
+use crate::plugin_controller::PluginResolver;
 use crate::sync::naming::LocalName;
+use crate::sync::related::{Related, Templates};
 use crate::sync::syncer::{Mutator, Namer, Origin};
-use crate::wasmplugin::PluginResolver;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginSetupError {
@@ -105,7 +106,7 @@ impl PluginHost {
     }
 
     /// The WasmPlugins known to the agent (what `plugin:` uses resolve to).
-    pub fn registry(&self) -> &crate::wasmplugin::WasmPluginRegistry {
+    pub fn registry(&self) -> &crate::plugin_controller::WasmPluginRegistry {
         self.resolver.registry()
     }
 
@@ -566,11 +567,44 @@ impl Mutator for WasmMutator {
     }
 }
 
+impl Templates for TextTemplates {
+    fn render<'a>(
+        &'a self,
+        cluster: &'a str,
+        template: &'a str,
+        values: &'a Value,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        Box::pin(TextTemplates::render(self, cluster, template, values))
+    }
+}
+
+impl PluginHost {
+    /// The related resources of `pr` (`spec.related`), with their mutators.
+    pub async fn related(&self, pr: &PublishedResource) -> Result<Vec<Related>, PluginSetupError> {
+        let mut out = Vec::new();
+        for (index, spec) in pr.spec.related.iter().flatten().enumerate() {
+            let mutator = match &spec.mutation {
+                Some(m) => {
+                    self.mutator_for(pr, &format!("spec.related[{index}].mutation"), m)
+                        .await?
+                }
+                None => None,
+            };
+            out.push(Related {
+                index,
+                spec: spec.clone(),
+                mutator,
+            });
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wasmplugin::WasmPluginRegistry;
-    use crate::wasmplugin::tests::{fetch_context, runtime};
+    use crate::plugin_controller::WasmPluginRegistry;
+    use crate::plugin_controller::tests::{fetch_context, runtime};
     use syncweave_runtime::FailureKind;
 
     fn host() -> PluginHost {

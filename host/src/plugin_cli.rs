@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use syncweave_runtime::build::{BuildOptions, build_crate};
 use syncweave_runtime::{CallContext, Direction, Limits, Plugin, Runtime, RuntimeConfig, World};
 
-use crate::sources::{FetchContext, FetchOptions, Location, PluginRef};
+use crate::plugin_fetch::{FetchContext, FetchOptions, Location, PluginRef};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {

@@ -2,6 +2,7 @@
 //! endpoints. Both are tiny plain-text HTTP/1.1 servers: a full web framework
 //! would be a large dependency for three read-only paths.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -10,7 +11,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::cli::CommonArgs;
 use crate::health::Health;
 
 fn render_metrics() -> String {
@@ -32,12 +32,13 @@ impl Drop for Servers {
 /// Start the metrics and health servers. Call this first thing, so that
 /// `/healthz` answers while the agent is still connecting.
 pub async fn start(
-    common: &CommonArgs,
+    metrics_address: Option<SocketAddr>,
+    health_address: Option<SocketAddr>,
     health: Arc<Health>,
     cancel: CancellationToken,
 ) -> anyhow::Result<Servers> {
     let own = cancel.child_token();
-    if let Some(addr) = common.metrics_address.0 {
+    if let Some(addr) = metrics_address {
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("--metrics-address {addr}: cannot listen"))?;
@@ -45,7 +46,7 @@ pub async fn start(
         // Ends with `own` (Servers::cancel), after the workers stopped.
         tokio::spawn(serve(l, health.clone(), own.clone()));
     }
-    if let Some(addr) = common.health_address.0 {
+    if let Some(addr) = health_address {
         let l = TcpListener::bind(addr)
             .await
             .with_context(|| format!("--health-address {addr}: cannot listen"))?;

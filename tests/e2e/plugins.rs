@@ -1,6 +1,6 @@
 //! WasmPlugins on a real service cluster (kube-apiserver + etcd): the
 //! WasmPlugin CRD is installed there, and the controller runs in-process
-//! (`syncweave::wasmplugin::run`) with a client to it, as the agent runs it.
+//! (`syncweave::plugin_controller::run`) with a client to it, as the agent runs it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
 use sha2::{Digest, Sha256};
 use syncweave::apis::{WasmPlugin, WasmPluginSpec};
-use syncweave::wasmplugin::{PluginResolver, WasmPluginRegistry};
+use syncweave::plugin_controller::{PluginResolver, WasmPluginRegistry};
 use syncweave_runtime::{Runtime, RuntimeConfig, World};
 use syncweave_tests::*;
 use tokio_util::sync::CancellationToken;
@@ -70,7 +70,7 @@ async fn setup(test: &str) -> Setup {
     .expect("runtime");
     let registry = WasmPluginRegistry::new();
     let cancel = CancellationToken::new();
-    tokio::spawn(syncweave::wasmplugin::run(
+    tokio::spawn(syncweave::plugin_controller::run(
         client.clone(),
         runtime.clone(),
         registry.clone(),
@@ -161,8 +161,8 @@ async fn file_source_becomes_ready() {
     // The registry the sync path reads has it, and a use resolves by name.
     let ready = s.registry.get("label-team").expect("registry entry");
     assert_eq!(ready.digest(), digest_of(&bytes));
-    let fetch = syncweave::sources::FetchContext::new(
-        syncweave::sources::FetchOptions::for_runtime(&s.runtime, Some(s.client.clone())),
+    let fetch = syncweave::plugin_fetch::FetchContext::new(
+        syncweave::plugin_fetch::FetchOptions::for_runtime(&s.runtime, Some(s.client.clone())),
     )
     .unwrap();
     let resolver = PluginResolver::new(s.runtime.clone(), s.registry.clone(), fetch);
@@ -402,18 +402,18 @@ async fn plugins_present_at_startup_are_checked_at_once() {
         .await;
     }
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-    let fetch = syncweave::sources::FetchContext::new(
-        syncweave::sources::FetchOptions::for_runtime(&runtime, Some(client.clone())),
+    let fetch = syncweave::plugin_fetch::FetchContext::new(
+        syncweave::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(client.clone())),
     )
     .unwrap();
     let registry = WasmPluginRegistry::new();
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    tokio::spawn(syncweave::wasmplugin::run_with(
+    tokio::spawn(syncweave::plugin_controller::run_with(
         client.clone(),
-        syncweave::wasmplugin::Checker { runtime, fetch },
+        syncweave::plugin_controller::Checker { runtime, fetch },
         registry.clone(),
-        syncweave::wasmplugin::ControllerConfig {
+        syncweave::plugin_controller::ControllerConfig {
             resync: Duration::from_secs(600),
             ..Default::default()
         },

@@ -130,3 +130,95 @@ async fn steady_state_sends_nothing_but_watches_with_probes_on() {
         "requests other than watches in a quiet minute"
     );
 }
+
+/// Publishing reacts to a CRD change with the PublishedResource that
+/// selects it only: with two resources published and settled, a change to
+/// one CRD makes the agent read that CRD and its schema once, and nothing
+/// of the other resource (its CRD is not read, its schema not fetched).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crd_change_reconciles_only_the_resource_that_selects_it() {
+    let mut env = Env::prepare("crd-event", crate::binary()).await;
+    let metrics = free_port();
+    env.start_agent(&[&format!("--metrics-address=127.0.0.1:{metrics}")]);
+    apply_crds(
+        &env.service_client,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )
+    .await
+    .expect("Note CRD");
+    env.publish().await;
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-notes}\nspec:\n  resource: {apiGroup: example.com, kind: Note, versions: [v1]}\n",
+    )
+    .await;
+    env.wait_for_schema("publish-crontabs").await;
+    env.wait_for_schema("publish-notes").await;
+    let _ = env.consumer("consumer").await;
+    env.wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
+    env.wait_for_ready("publish-notes", "True", "Syncing").await;
+
+    // Settle: the request counter still for 10 s.
+    let mut last = requests_sent(metrics).await;
+    let mut quiet_for = 0;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = requests_sent(metrics).await;
+        if now == last {
+            quiet_for += 2;
+            if quiet_for >= 10 {
+                break;
+            }
+        } else {
+            quiet_for = 0;
+            last = now;
+        }
+    }
+    let before = requests_sent(metrics).await;
+    // A change to the CronTab CRD only (an annotation bumps its
+    // resourceVersion; its schema stays the same).
+    let crds = dynamic_api(
+        &env.service_client,
+        &gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+        None,
+    );
+    crds.patch(
+        "crontabs.example.com",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            serde_json::json!({"metadata": {"annotations": {"e2e.syncweave.dev/touched": "1"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    // The positive signal: the agent read the changed CRD (a LIST by name,
+    // what the chart's RBAC allows on CRDs).
+    let delta = |after: &BTreeMap<String, u64>, what: &str| {
+        after.get(what).copied().unwrap_or(0) - before.get(what).copied().unwrap_or(0)
+    };
+    let after = eventually("the agent to read the changed CRD", WAIT, || async {
+        let now = requests_sent(metrics).await;
+        Ok((delta(&now, r#"server="service",verb="list""#) >= 1).then_some(now))
+    })
+    .await;
+    // Let the pass finish, then compare.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = {
+        let now = requests_sent(metrics).await;
+        assert!(now.len() >= after.len());
+        now
+    };
+    println!("requests for one CRD change: {before:?} → {after:?}");
+    assert_eq!(
+        delta(&after, r#"server="service",verb="list""#),
+        1,
+        "one CRD read (the changed one), not one per PublishedResource"
+    );
+    // The changed resource's schema is looked up once (and the APIExport
+    // once); the other resource's is not.
+    assert!(
+        delta(&after, r#"server="kcp",verb="get""#) <= 2,
+        "kcp GETs: {before:?} → {after:?}"
+    );
+}

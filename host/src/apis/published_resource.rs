@@ -451,6 +451,89 @@ impl PublishedResourceSpec {
     }
 }
 
+/// Rules and resource names of one `spec.related[]` entry.
+impl RelatedResourceSpec {
+    /// What upstream's CEL rules say about one entry, for objects stored
+    /// before the CRD carried the rules (messages as the CRD's).
+    pub fn problems(&self) -> Vec<String> {
+        let r = self;
+        let mut out = Vec::new();
+        let (k, g, v, res) = (
+            r.kind.is_some(),
+            r.group.is_some(),
+            r.version.is_some(),
+            r.resource.is_some(),
+        );
+        if k == (v || res) {
+            out.push(RELATED_KIND_XOR_GVR.to_string());
+        }
+        if res != v {
+            out.push(RELATED_RESOURCE_NEEDS_VERSION.to_string());
+        }
+        if g && !(res && v) {
+            out.push(RELATED_GROUP_NEEDS_GVR.to_string());
+        }
+        if r.identity_hash.is_some() && !(g && v && res) {
+            out.push(RELATED_IDENTITY_NEEDS_GVR.to_string());
+        }
+        if r.origin == RelatedResourceOrigin::Service
+            && r.sync_status == Some(true)
+            && r.watch.is_none()
+        {
+            out.push(RELATED_STATUS_NEEDS_WATCH.to_string());
+        }
+        if let Some(w) = &r.watch
+            && w.by_owner.is_some() == w.by_selector.is_some()
+        {
+            out.push(RELATED_WATCH_ONE.to_string());
+        }
+        out
+    }
+
+    /// Group, version and resource on the origin side.
+    pub fn origin_gvr(&self) -> (String, String, String) {
+        let r = self;
+        match r.kind.as_deref() {
+            Some("ConfigMap") => ("".into(), "v1".into(), "configmaps".into()),
+            Some("Secret") => ("".into(), "v1".into(), "secrets".into()),
+            _ => (
+                r.group.clone().unwrap_or_default(),
+                r.version.clone().unwrap_or_default(),
+                r.resource.clone().unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// Group, version and resource on the destination side: `projection`'s
+    /// non-empty fields replace the origin's (as upstream, an empty group
+    /// keeps the origin's group).
+    pub fn dest_gvr(&self) -> (String, String, String) {
+        let r = self;
+        let (mut g, mut v, mut res) = self.origin_gvr();
+        if let Some(p) = &r.projection {
+            if let Some(x) = p.group.clone().filter(|s| !s.is_empty()) {
+                g = x;
+            }
+            if let Some(x) = p.version.clone().filter(|s| !s.is_empty()) {
+                v = x;
+            }
+            if let Some(x) = p.resource.clone().filter(|s| !s.is_empty()) {
+                res = x;
+            }
+        }
+        (g, v, res)
+    }
+
+    /// Group, version and resource on the kcp side (origin or destination).
+    pub fn kcp_gvr(&self) -> (String, String, String) {
+        if self.origin == RelatedResourceOrigin::Kcp {
+            self.origin_gvr()
+        } else {
+            self.dest_gvr()
+        }
+    }
+}
+
 /// Fields of `spec` that are set but that syncweave does not support or
 /// would ignore, one message each (naming the field and what to do);
 /// empty when there are none. The CRD's validation refuses the same things,
@@ -459,7 +542,7 @@ impl PublishedResourceSpec {
 pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
     let mut out = Vec::new();
     for (i, r) in spec.related.iter().flatten().enumerate() {
-        for m in crate::sync::related::spec_problems(r) {
+        for m in r.problems() {
             out.push(format!("spec.related[{i}]: {m}"));
         }
     }
@@ -510,6 +593,44 @@ pub fn unsupported_for_scope(spec: &PublishedResourceSpec, kcp_namespaced: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A PublishedResource with any content in its spec's fields (as a
+        /// CRD without validation lets through) is parsed and checked
+        /// without a panic: it is accepted or refused with messages.
+        #[test]
+        fn any_spec_is_checked_without_a_panic(
+            fields in proptest::collection::btree_map(
+                proptest::sample::select(vec![
+                    "resource", "projection", "naming", "mutation", "related", "filter",
+                    "synchronization", "enableWorkspacePaths",
+                ]),
+                crate::sync::patch::tests::json_value(),
+                0..6,
+            ),
+            resource in crate::sync::patch::tests::json_object(crate::sync::patch::tests::json_value()),
+        ) {
+            let mut spec: serde_json::Map<String, serde_json::Value> =
+                fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            // Often a well-formed resource, so the other fields are reached.
+            spec.entry("resource").or_insert_with(|| {
+                let mut r = resource.as_object().cloned().unwrap_or_default();
+                r.insert("apiGroup".into(), "example.com".into());
+                r.insert("kind".into(), "CronTab".into());
+                serde_json::Value::Object(r)
+            });
+            let obj = serde_json::json!({"metadata": {"name": "x"}, "spec": spec});
+            if let Ok(pr) = serde_json::from_value::<PublishedResource>(obj) {
+                let _ = unsupported_fields(&pr.spec);
+                let _ = unsupported_for_scope(&pr.spec, true);
+                let _ = unsupported_for_scope(&pr.spec, false);
+                let _ = pr.spec.selected_versions();
+                for r in pr.spec.related.iter().flatten() {
+                    let _ = (r.problems(), r.origin_gvr(), r.dest_gvr(), r.kcp_gvr());
+                }
+            }
+        }
+    }
 
     #[test]
     fn upstream_manifest_parses() {
@@ -715,5 +836,38 @@ mutation:
                 [MUTATION_RULE_NOT_ONE]
             );
         }
+    }
+
+    #[test]
+    fn gvrs_and_rules() {
+        use serde_json::json;
+        let mut r: RelatedResourceSpec = serde_json::from_value(json!({
+            "identifier": "x", "origin": "service", "kind": "Secret",
+            "object": {"reference": {"path": "spec.a"}}
+        }))
+        .unwrap();
+        assert_eq!(r.origin_gvr(), ("".into(), "v1".into(), "secrets".into()));
+        assert!(r.problems().is_empty());
+        r.projection = Some(crate::apis::RelatedResourceProjection {
+            group: None,
+            version: None,
+            resource: Some("configmaps".into()),
+        });
+        assert_eq!(r.dest_gvr(), ("".into(), "v1".into(), "configmaps".into()));
+        assert_eq!(r.kcp_gvr(), ("".into(), "v1".into(), "configmaps".into()));
+        r.sync_status = Some(true);
+        assert_eq!(r.problems(), [crate::apis::RELATED_STATUS_NEEDS_WATCH]);
+        r.kind = None;
+        r.group = Some("g".into());
+        r.identity_hash = Some("h".into());
+        assert_eq!(
+            r.problems(),
+            [
+                crate::apis::RELATED_KIND_XOR_GVR,
+                crate::apis::RELATED_GROUP_NEEDS_GVR,
+                crate::apis::RELATED_IDENTITY_NEEDS_GVR,
+                crate::apis::RELATED_STATUS_NEEDS_WATCH,
+            ]
+        );
     }
 }

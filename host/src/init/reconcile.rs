@@ -2,8 +2,6 @@
 //! create the objects in dependency order, and remove our initializer once
 //! all of them exist.
 
-use std::time::Duration;
-
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::{debug, info};
@@ -17,13 +15,9 @@ use crate::apis::{InitTarget, InitTemplate};
 /// Name of the LogicalCluster object in every workspace.
 const LOGICAL_CLUSTER: &str = "cluster";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// Initialized, or nothing (more) to do for this workspace.
-    Done,
-    /// Try again after this long without counting a failure.
-    Requeue(Duration),
-}
+/// Done: initialized, or nothing (more) to do for this workspace; Gone:
+/// the workspace left the virtual workspace (initialized or deleted).
+pub(crate) use crate::runner::Outcome;
 
 /// The merge patch removing `ours` from `initializers`: the remaining list,
 /// or `null` when ours was the last (kcp's virtual workspace accepts only
@@ -50,7 +44,7 @@ fn initializers_of(lc: &DynamicObject) -> Vec<String> {
 impl Target {
     pub(crate) async fn reconcile(&self, key: &ClusterKey) -> Result<Outcome, InitError> {
         if !self.is_known(key) {
-            return Ok(Outcome::Done);
+            return Ok(Outcome::Gone);
         }
         let Some(initializer) = self.initializer() else {
             return Ok(Outcome::Done);

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use syncweave_runtime::{CallContext, CallPool, Direction, Plugin, PluginFailure, Runtime, World};
 
 use crate::apis::{InitTarget, RendererSpec, TemplateEngine};
-use crate::sources::{FetchContext, FetchError, PluginRef, RefError};
+use crate::plugin_fetch::{FetchContext, FetchError, PluginRef, RefError};
 
 /// Name of the built-in renderer plugin (embedded; see syncweave-builtins).
 pub const BUILTIN_RENDERER: &str = "renderer";
@@ -283,8 +283,10 @@ mod tests {
 
     fn renderers() -> Renderers {
         let runtime = Runtime::new(Default::default()).unwrap();
-        let fetch =
-            FetchContext::new(crate::sources::FetchOptions::for_runtime(&runtime, None)).unwrap();
+        let fetch = FetchContext::new(crate::plugin_fetch::FetchOptions::for_runtime(
+            &runtime, None,
+        ))
+        .unwrap();
         Renderers::new(runtime, fetch)
     }
 

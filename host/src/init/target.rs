@@ -21,7 +21,7 @@ use super::{InitError, Shared, workspacetype_resource};
 use crate::apis::WorkspaceTypeReference;
 use crate::apis::kcp::{CLUSTER_ANNOTATION, logical_cluster};
 use crate::metrics::METRICS;
-use crate::sync::queue::WorkQueue;
+use crate::runner::queue::WorkQueue;
 
 /// Upstream runs 4 workers per target.
 const WORKERS: usize = 4;
@@ -32,6 +32,12 @@ pub struct ClusterKey {
     pub vw_url: Arc<str>,
     /// Logical-cluster name.
     pub cluster: String,
+}
+
+impl std::fmt::Display for ClusterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (through {})", self.cluster, self.vw_url)
+    }
 }
 
 /// Which InitTarget a worker serves.
@@ -167,15 +173,13 @@ pub(crate) async fn run(
         state: Mutex::new(State::default()),
     });
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..WORKERS {
-        let t = target.clone();
-        tasks.spawn(crate::supervise::supervised(
-            "init-worker",
-            target.id.name.clone(),
-            cancel.clone(),
-            move || work(t.clone()),
-        ));
-    }
+    crate::runner::spawn_workers(
+        &mut tasks,
+        WORKERS,
+        target.clone(),
+        target.queue.clone(),
+        cancel.clone(),
+    );
     {
         let target = target.clone();
         tasks.spawn(async move {
@@ -194,35 +198,50 @@ pub(crate) async fn run(
     info!(init_target = %target.id.name, "stopped InitTarget worker");
 }
 
-async fn work(target: Arc<Target>) {
-    use futures::FutureExt;
-    while let Some(key) = target.queue.get().await {
-        // A panic in a reconcile is a bug; it fails this key (retried with
-        // backoff) instead of taking the worker down with the key in flight.
-        let outcome = match std::panic::AssertUnwindSafe(target.reconcile(&key))
-            .catch_unwind()
-            .await
-        {
-            Ok(r) => r,
-            Err(panic) => Err(InitError::Panicked(crate::supervise::panic_message(&panic))),
-        };
-        match outcome {
-            Ok(Outcome::Done) => {
-                METRICS.init_reconciled(&target.id.name, "success");
-                target.queue.forget(&key);
+impl crate::runner::Reconcile for Target {
+    type Key = ClusterKey;
+    type Error = InitError;
+    const TASK: &'static str = "init-worker";
+
+    fn name(&self) -> &str {
+        &self.id.name
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a ClusterKey,
+    ) -> futures::future::BoxFuture<'a, Result<Outcome, InitError>> {
+        Box::pin(Target::reconcile(self, key))
+    }
+
+    fn panicked(&self, message: String) -> InitError {
+        InitError::Panicked(message)
+    }
+
+    fn record<'a>(
+        &'a self,
+        key: &'a ClusterKey,
+        result: &'a Result<Outcome, InitError>,
+        _took: Duration,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            match result {
+                Ok(Outcome::Done | Outcome::Gone) => {
+                    METRICS.init_reconciled(&self.id.name, "success")
+                }
+                Ok(Outcome::Requeue(_)) => METRICS.init_reconciled(&self.id.name, "requeue"),
+                Err(e) => {
+                    METRICS.init_reconciled(&self.id.name, "error");
+                    warn!(init_target = %self.id.name, cluster = %key.cluster, error = %e, "initializing workspace failed; will retry");
+                }
             }
-            Ok(Outcome::Requeue(d)) => {
-                METRICS.init_reconciled(&target.id.name, "requeue");
-                target.queue.forget(&key);
-                target.queue.add_after(key.clone(), d);
-            }
-            Err(e) => {
-                METRICS.init_reconciled(&target.id.name, "error");
-                warn!(init_target = %target.id.name, cluster = %key.cluster, error = %e, "initializing workspace failed; will retry");
-                target.queue.add_rate_limited(key.clone());
-            }
-        }
-        target.queue.done(&key);
+        })
+    }
+
+    /// A workspace is initialized once; it is looked at again only when its
+    /// virtual workspace shows it again.
+    fn resync_period(&self) -> Option<Duration> {
+        None
     }
 }
 

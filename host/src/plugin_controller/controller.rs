@@ -23,7 +23,7 @@ use super::events::{COMPONENT, EventRecorder, EventType};
 use super::registry::{ReadyPlugin, WasmPluginRegistry};
 use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY};
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
-use crate::sources::{FetchContext, PluginRef};
+use crate::plugin_fetch::{FetchContext, PluginRef};
 
 /// How often every WasmPlugin is checked again even without changes: file
 /// and ConfigMap sources can change under the same spec.
@@ -340,8 +340,8 @@ pub async fn run(
     runtime: Runtime,
     registry: WasmPluginRegistry,
     cancel: CancellationToken,
-) -> Result<(), crate::sources::SetupError> {
-    let fetch = FetchContext::new(crate::sources::FetchOptions::for_runtime(
+) -> Result<(), crate::plugin_fetch::SetupError> {
+    let fetch = FetchContext::new(crate::plugin_fetch::FetchOptions::for_runtime(
         &runtime,
         Some(service.clone()),
     ))?;
@@ -382,7 +382,7 @@ struct Transient(String);
 /// (always pinned by sha256) and oci:// (pinned by digest) cannot, so they
 /// are never fetched again (and send no request) until the spec changes.
 fn resync_needed(wp: &WasmPlugin) -> bool {
-    use crate::sources::reference::Location;
+    use crate::plugin_fetch::reference::Location;
     match PluginRef::parse(&wp.spec.source, wp.spec.sha256.as_deref(), "spec") {
         Ok(r) => matches!(
             r.location,
@@ -699,7 +699,7 @@ mod tests {
         let bytes = std::fs::read(&echo).unwrap();
         assert_eq!(
             o.status.digest.as_deref(),
-            Some(crate::sources::sha256_digest(&bytes).as_str())
+            Some(crate::plugin_fetch::sha256_digest(&bytes).as_str())
         );
         assert_eq!(o.status.world.as_deref(), Some("mutator"));
         assert_eq!(o.status.observed_generation, Some(3));
@@ -812,7 +812,7 @@ mod tests {
         );
         assert!(!o.failure.unwrap().transient);
 
-        let junk = crate::sources::tests::tempdir("ctl-junk").join("junk.wasm");
+        let junk = crate::plugin_fetch::tests::tempdir("ctl-junk").join("junk.wasm");
         std::fs::write(&junk, b"\0asm\x01\0\0\0").unwrap();
         let o = checker.check(&wp("junk", file_spec(&junk))).await;
         assert_eq!(

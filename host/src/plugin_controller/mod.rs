@@ -30,14 +30,14 @@ pub(crate) mod tests {
     use syncweave_runtime::build::{BuildOptions, BuiltComponent, build_crate};
     use syncweave_runtime::{Runtime, RuntimeConfig};
 
-    use crate::sources::{FetchContext, FetchOptions};
+    use crate::plugin_fetch::{FetchContext, FetchOptions};
 
     /// One runtime for all tests: each reserves a pool of instance slots.
     pub fn runtime() -> Runtime {
         static RT: OnceLock<Runtime> = OnceLock::new();
         RT.get_or_init(|| {
             Runtime::new(RuntimeConfig {
-                cache_dir: Some(crate::sources::tests::tempdir("wasmplugin-rt")),
+                cache_dir: Some(crate::plugin_fetch::tests::tempdir("wasmplugin-rt")),
                 max_instances: 8,
                 max_memory_bytes: 256 << 20,
                 ..Default::default()
@@ -49,7 +49,7 @@ pub(crate) mod tests {
 
     pub fn fetch_context(rt: &Runtime) -> FetchContext {
         let mut opts = FetchOptions::for_runtime(rt, None);
-        opts.cache_dir = Some(crate::sources::tests::tempdir("wasmplugin-fetch"));
+        opts.cache_dir = Some(crate::plugin_fetch::tests::tempdir("wasmplugin-fetch"));
         FetchContext::new(opts).unwrap()
     }
 

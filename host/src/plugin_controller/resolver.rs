@@ -9,7 +9,7 @@ use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Run
 
 use super::registry::WasmPluginRegistry;
 use crate::apis::{FailurePolicy, WasmUse};
-use crate::sources::{FetchContext, FetchErrorKind, PluginRef};
+use crate::plugin_fetch::{FetchContext, FetchErrorKind, PluginRef};
 
 /// A use, resolved.
 #[derive(Clone, Debug)]
@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(e.kind, ResolveErrorKind::Fetch(FetchErrorKind::NotFound));
 
         // Not a component at all.
-        let junk = crate::sources::tests::tempdir("junk").join("junk.wasm");
+        let junk = crate::plugin_fetch::tests::tempdir("junk").join("junk.wasm");
         std::fs::write(&junk, b"not wasm").unwrap();
         let e = resolver
             .resolve_use(&inline(&junk, None), World::Mutator, field)

@@ -31,7 +31,7 @@ use crate::apis::kcp as kcpapi;
 use crate::backoff::Backoff;
 use crate::health::Health;
 use crate::kcp::KcpContext;
-use crate::plugins::PluginHost;
+use crate::plugin_chain::PluginHost;
 use crate::selector::Selector;
 use crate::sync::events::Failures;
 use crate::sync::state::StateStore;
@@ -77,6 +77,11 @@ pub struct Publisher {
     settled_inputs: Option<u64>,
     /// The state Secrets, one cache for every sync of this agent.
     state: StateStore,
+    /// Per PublishedResource, what its schema step last resolved and
+    /// published, with the inputs it came from ([`Publisher::schema_inputs`]):
+    /// a pass woken by another resource's change (a CRD, a PR, a plugin)
+    /// reuses it, with no CRD read, projection plugin call or schema GET.
+    resolved: HashMap<String, (String, Arc<schema::Resolved>)>,
 }
 
 impl Publisher {
@@ -101,6 +106,7 @@ impl Publisher {
             crds: Default::default(),
             settled_inputs: None,
             state,
+            resolved: HashMap::new(),
         }
     }
 
@@ -180,7 +186,7 @@ impl Publisher {
                 self.settled_inputs = None;
                 match self.pass().await {
                     Ok(p) => {
-                        self.health.ok(crate::agent::CHECK_SYNC);
+                        self.health.ok(crate::health::CHECK_SYNC);
                         if !p {
                             self.settled_inputs = Some(inputs);
                         }
@@ -190,7 +196,7 @@ impl Publisher {
                         let retry_in = backoff.peek();
                         warn!(error = %e, ?retry_in, "publishing pass failed; retrying");
                         self.health
-                            .fail(crate::agent::CHECK_SYNC, format!("publishing: {e}"));
+                            .fail(crate::health::CHECK_SYNC, format!("publishing: {e}"));
                         true
                     }
                 }
@@ -285,6 +291,22 @@ impl Publisher {
             .filter(|p| p.metadata.deletion_timestamp.is_none())
         {
             let name = pr.metadata.name.clone().unwrap_or_default();
+            let inputs = self.schema_inputs(pr);
+            if let Some((seen, resolved)) = self.resolved.get(&name)
+                && inputs.as_ref() == Some(seen)
+                && pr
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.resource_schema_name.as_deref())
+                    == Some(resolved.schema_name.as_str())
+            {
+                if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
+                    schemas.insert(gr.to_string(), resolved.schema_name.clone());
+                }
+                ready.push((pr, resolved.clone()));
+                continue;
+            }
+            self.resolved.remove(&name);
             let resolved = match self.resolve(pr).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -329,8 +351,18 @@ impl Publisher {
             if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
                 schemas.insert(gr.to_string(), resolved.schema_name.clone());
             }
+            let resolved = Arc::new(resolved);
+            if let Some(inputs) = inputs
+                && self.enabled("apiresourceschema")
+            {
+                self.resolved.insert(name, (inputs, resolved.clone()));
+            }
             ready.push((pr, resolved));
         }
+        self.resolved.retain(|name, _| {
+            prs.iter()
+                .any(|p| p.metadata.name.as_deref() == Some(name.as_str()))
+        });
 
         if self.enabled("apiexport") {
             let prs: Vec<&PublishedResource> = ready.iter().map(|(pr, _)| *pr).collect();
@@ -349,6 +381,30 @@ impl Publisher {
             pending |= self.manage_sync(&api, ready).await;
         }
         Ok(pending)
+    }
+
+    /// What the schema step of `pr` depends on: its spec (uid and
+    /// generation), the resourceVersion of its CRD and the WasmPlugin code it
+    /// uses. `None` while that cannot be told (the CRD index has not listed).
+    /// A built-in kind (no CRD) is described from the cluster's OpenAPI once
+    /// per spec: it changes only when the cluster is upgraded, which
+    /// restarts the agent's connections (and a restarted agent resolves
+    /// again).
+    fn schema_inputs(&self, pr: &PublishedResource) -> Option<String> {
+        if !self.crds.listed() {
+            return None;
+        }
+        let r = &pr.spec.resource;
+        let crd = self
+            .crds
+            .version_of(&r.api_group, &r.kind)
+            .unwrap_or_else(|| "built-in".into());
+        Some(format!(
+            "{}/{}/{crd}/{}",
+            pr.metadata.uid.as_deref().unwrap_or_default(),
+            pr.metadata.generation.unwrap_or_default(),
+            self.wasm_plugins_in_use(pr).1
+        ))
     }
 
     async fn resolve(&self, pr: &PublishedResource) -> anyhow::Result<schema::Resolved> {
@@ -394,7 +450,7 @@ impl Publisher {
     async fn manage_sync(
         &mut self,
         api: &Api<PublishedResource>,
-        ready: Vec<(&PublishedResource, schema::Resolved)>,
+        ready: Vec<(&PublishedResource, Arc<schema::Resolved>)>,
     ) -> bool {
         let mut pending = false;
         let mut wanted = HashMap::new();
@@ -617,7 +673,7 @@ impl Publisher {
         Ok(PluginSet {
             namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
             mutator: self.plugins.mutator(pr).await?,
-            related: crate::sync::related::build(&self.plugins, pr).await?,
+            related: self.plugins.related(pr).await?,
             templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
                 true => {
                     Some(self.plugins.text_templates(pr)?
@@ -716,7 +772,7 @@ fn permission_claims(
         claims.push(apiexport::Claim::new("core.kcp.io", "logicalclusters"));
     }
     for r in related {
-        let (group, _, resource) = crate::sync::related::kcp_gvr(r);
+        let (group, _, resource) = r.kcp_gvr();
         // Schema names spell the core group `core`.
         let key_group = if group.is_empty() {
             "core"
@@ -784,27 +840,11 @@ where
     .await;
 }
 
-/// Convert a metav1.LabelSelector into our selector type.
+/// Convert a metav1.LabelSelector into a selector.
 fn label_selector(
     sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
 ) -> Result<Selector, String> {
-    crate::selector::parse(&label_selector_string(sel)?).map_err(|e| e.to_string())
-}
-
-/// A metav1.LabelSelector as a label-selector string (for list calls).
-pub fn label_selector_string(
-    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
-) -> Result<String, String> {
-    let mut parts = Vec::new();
-    for (k, v) in sel.match_labels.clone().unwrap_or_default() {
-        parts.push(format!("{k}={v}"));
-    }
-    for e in sel.match_expressions.clone().unwrap_or_default() {
-        parts.push(crate::selector::requirement_string(&e)?);
-    }
-    let s = parts.join(",");
-    crate::selector::parse(&s).map_err(|e| e.to_string())?;
-    Ok(s)
+    crate::selector::from_label_selector(sel).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -137,6 +137,19 @@ impl CrdIndex {
             .map(|(n, _)| n.clone())
     }
 
+    /// `name=resourceVersion` of the CRD of `group`/`kind` (`None` when the
+    /// cluster has none, or the index has not listed yet): what a resolved
+    /// PublishedResource depends on.
+    pub fn version_of(&self, group: &str, kind: &str) -> Option<String> {
+        if !self.listed() {
+            return None;
+        }
+        let crds = self.crds.lock().unwrap_or_else(|e| e.into_inner());
+        crds.iter()
+            .find(|(_, (g, k, _))| g == group && k == kind)
+            .map(|(n, (_, _, rv))| format!("{n}={rv}"))
+    }
+
     /// Every CRD's name and resourceVersion: changes when any CRD does.
     pub fn versions(&self) -> String {
         let crds = self.crds.lock().unwrap_or_else(|e| e.into_inner());

@@ -25,8 +25,8 @@ use tracing::{debug, error, info, warn};
 use super::ObjectKey;
 use super::cache::{Change, KcpCache};
 use super::labels::*;
-use super::queue::WorkQueue;
-use super::syncer::{Outcome, SyncContext};
+use super::syncer::{Outcome, SyncContext, SyncError};
+use crate::runner::queue::WorkQueue;
 
 pub const WORKERS: usize = 4;
 /// How often an object in sync is checked again. Every input of a plain
@@ -109,17 +109,14 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         ));
     }
     wait_for_initial_lists(&ctx).await;
-    // Workers are supervised one by one (supervise_workers); their
-    // supervisor is supervised like every other loop.
-    {
-        let (ctx, queue) = (ctx.clone(), queue.clone());
-        tasks.spawn(crate::supervise::supervised(
-            "sync-workers",
-            pr.clone(),
-            cancel.clone(),
-            move || supervise_workers(ctx.clone(), queue.clone()),
-        ));
-    }
+    // The workers, each supervised (crate::runner).
+    crate::runner::spawn_workers(
+        &mut tasks,
+        WORKERS,
+        ctx.clone(),
+        queue.clone(),
+        cancel.clone(),
+    );
     cancel.cancelled().await;
     queue.shut_down();
     tasks.abort_all();
@@ -150,112 +147,59 @@ async fn watch_copies(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
     .await;
 }
 
-/// What workers need of a sync context; a trait so the worker loop and its
-/// supervision can be tested without clusters.
-pub(super) trait Reconciler: Send + Sync + 'static {
-    fn name(&self) -> &str;
-    fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult>;
-    /// Report the outcome (conditions, Events, metrics of failures).
-    fn record<'a>(&'a self, key: &'a ObjectKey, result: &'a ReconcileResult) -> BoxFuture<'a, ()>;
-    fn failing(&self) -> usize;
-    /// When to check an object in sync again.
-    fn resync_period(&self) -> Duration {
-        RESYNC_UNWATCHED
-    }
-}
+impl crate::runner::Reconcile for SyncContext {
+    type Key = ObjectKey;
+    type Error = SyncError;
+    const TASK: &'static str = "sync-worker";
 
-type ReconcileResult = Result<Outcome, super::syncer::SyncError>;
-
-impl Reconciler for SyncContext {
     fn name(&self) -> &str {
         &self.published_resource
     }
-    fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
+
+    fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Outcome, SyncError>> {
         Box::pin(SyncContext::reconcile(self, key))
     }
-    fn record<'a>(&'a self, key: &'a ObjectKey, result: &'a ReconcileResult) -> BoxFuture<'a, ()> {
-        Box::pin(self.record_result(key, result))
-    }
-    fn failing(&self) -> usize {
-        self.failures.len()
-    }
-    fn resync_period(&self) -> Duration {
-        if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
-            self.resync
-        } else {
-            RESYNC_UNWATCHED.min(self.resync)
-        }
-    }
-}
 
-async fn supervise_workers<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
-    let mut workers = JoinSet::new();
-    for _ in 0..WORKERS {
-        workers.spawn(worker(ctx.clone(), queue.clone()));
+    fn panicked(&self, message: String) -> SyncError {
+        SyncError::Panicked(message)
     }
-    while let Some(ended) = workers.join_next().await {
-        if queue.is_shut_down() {
-            return;
-        }
-        match ended {
-            Err(e) if e.is_cancelled() => return,
-            Err(e) => {
-                error!(published_resource = %ctx.name(), error = %e, "a sync worker died; restarting it")
-            }
-            Ok(()) => {
-                warn!(published_resource = %ctx.name(), "a sync worker stopped; restarting it")
-            }
-        }
-        workers.spawn(worker(ctx.clone(), queue.clone()));
-    }
-}
 
-/// Take keys off the queue and reconcile them, until the queue shuts down.
-async fn worker<R: Reconciler>(ctx: Arc<R>, queue: Arc<WorkQueue<ObjectKey>>) {
-    use futures::FutureExt;
-    let metrics = &crate::metrics::METRICS;
-    let pr = ctx.name().to_string();
-    let pr = pr.as_str();
-    while let Some(key) = queue.get().await {
-        metrics.set_queue_depth(pr, queue.len());
-        let started = std::time::Instant::now();
-        // A panic in a reconcile is a bug; it fails this key (reported like
-        // any error) instead of taking the worker and the key down with it.
-        let result = match std::panic::AssertUnwindSafe(ctx.reconcile(&key))
-            .catch_unwind()
-            .await
-        {
-            Ok(r) => r,
-            Err(panic) => Err(super::syncer::SyncError::Panicked(
-                crate::supervise::panic_message(&panic),
-            )),
-        };
-        ctx.record(&key, &result).await;
-        let label = match &result {
-            Ok(Outcome::Done | Outcome::Gone) => "success",
-            Ok(Outcome::Requeue(_)) => "requeue",
-            Err(_) => "error",
-        };
-        metrics.reconciled(pr, label, started.elapsed());
-        metrics.set_objects_failing(pr, ctx.failing());
-        match result {
-            Ok(Outcome::Done) => {
-                queue.forget(&key);
-                queue.add_after(key.clone(), ctx.resync_period());
-            }
-            Ok(Outcome::Gone) => queue.remove(&key),
-            Ok(Outcome::Requeue(d)) => {
-                queue.forget(&key);
-                if d.is_zero() {
-                    queue.done(&key);
-                    queue.add(key);
-                    continue;
-                }
-                queue.add_after(key.clone(), d);
-            }
-            Err(_) => queue.add_rate_limited(key.clone()),
-        }
-        queue.done(&key);
+    fn record<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        result: &'a Result<Outcome, SyncError>,
+        took: Duration,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.record_result(key, result).await;
+            let label = match result {
+                Ok(Outcome::Done | Outcome::Gone) => "success",
+                Ok(Outcome::Requeue(_)) => "requeue",
+                Err(_) => "error",
+            };
+            let metrics = &crate::metrics::METRICS;
+            metrics.reconciled(&self.published_resource, label, took);
+            metrics.set_objects_failing(&self.published_resource, self.failures.len());
+            // One line per pass at debug level: what an operator (and the
+            // e2e tests) read to see that the agent looked at an object.
+            debug!(published_resource = %self.published_resource, %key, result = label, "reconcile pass finished");
+        })
+    }
+
+    /// Every input of a plain PublishedResource is watched; related objects
+    /// and Namespace labels are not (see [`RESYNC_UNWATCHED`]).
+    fn resync_period(&self) -> Option<Duration> {
+        Some(
+            if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
+                self.resync
+            } else {
+                RESYNC_UNWATCHED.min(self.resync)
+            },
+        )
+    }
+
+    fn queued(&self, depth: usize) {
+        crate::metrics::METRICS.set_queue_depth(&self.published_resource, depth);
     }
 }
 
@@ -446,192 +390,4 @@ pub fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
         namespace: ann.get(REMOTE_NAMESPACE_ANNOTATION).cloned(),
         name: ann.get(REMOTE_NAME_ANNOTATION)?.clone(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use super::*;
-    use crate::sync::syncer::SyncError;
-
-    const RESYNC: Duration = Duration::from_secs(300);
-
-    /// Panics on the first reconcile of `bad`, fails the second, then
-    /// succeeds; counts calls per key.
-    #[derive(Default)]
-    struct Flaky {
-        calls: Mutex<std::collections::HashMap<String, usize>>,
-        recorded_errors: AtomicUsize,
-    }
-
-    impl Reconciler for Flaky {
-        fn name(&self) -> &str {
-            "flaky"
-        }
-        fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
-            Box::pin(async move {
-                let n = {
-                    let mut c = self.calls.lock().unwrap();
-                    let n = c.entry(key.name.clone()).or_default();
-                    *n += 1;
-                    *n
-                };
-                if key.name == "bad" {
-                    match n {
-                        1 => panic!("mutation output was not an object"),
-                        2 => return Err(SyncError::NoShard("abc".into())),
-                        _ => {}
-                    }
-                }
-                Ok(Outcome::Done)
-            })
-        }
-        fn record<'a>(
-            &'a self,
-            _key: &'a ObjectKey,
-            result: &'a ReconcileResult,
-        ) -> BoxFuture<'a, ()> {
-            Box::pin(async move {
-                if result.is_err() {
-                    self.recorded_errors.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-        }
-        fn failing(&self) -> usize {
-            0
-        }
-    }
-
-    fn key(name: &str) -> ObjectKey {
-        ObjectKey {
-            cluster: "c".into(),
-            namespace: None,
-            name: name.into(),
-        }
-    }
-
-    /// Objects that exist until removed from the set: reconciles of an
-    /// existing key are `Done`, of a removed one `Gone`.
-    #[derive(Default)]
-    struct Objects {
-        existing: Mutex<std::collections::HashSet<String>>,
-        reconciles: AtomicUsize,
-    }
-
-    impl Reconciler for Objects {
-        fn name(&self) -> &str {
-            "objects"
-        }
-        fn reconcile<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, ReconcileResult> {
-            Box::pin(async move {
-                self.reconciles.fetch_add(1, Ordering::SeqCst);
-                if self.existing.lock().unwrap().contains(&key.name) {
-                    Ok(Outcome::Done)
-                } else {
-                    Ok(Outcome::Gone)
-                }
-            })
-        }
-        fn record<'a>(&'a self, _: &'a ObjectKey, _: &'a ReconcileResult) -> BoxFuture<'a, ()> {
-            Box::pin(async {})
-        }
-        fn failing(&self) -> usize {
-            0
-        }
-        fn resync_period(&self) -> Duration {
-            RESYNC
-        }
-    }
-
-    /// Bounded memory: 10 000 objects are created (each reconciled once and
-    /// scheduled for its resync: one entry and one timer each), then deleted
-    /// (the watch's delete event enqueues each key once more): the scheduler
-    /// ends with no entry and no timer, and the resync period passing
-    /// reconciles nothing.
-    #[tokio::test(start_paused = true)]
-    async fn deleted_keys_leave_no_entry_and_no_timer() {
-        const N: usize = 10_000;
-        let queue: Arc<WorkQueue<ObjectKey>> =
-            WorkQueue::new(Duration::from_millis(5), Duration::from_secs(30));
-        let ctx = Arc::new(Objects::default());
-        let supervisor = tokio::spawn(supervise_workers(ctx.clone(), queue.clone()));
-        let wait_for = |n: usize| {
-            let ctx = ctx.clone();
-            async move {
-                while ctx.reconciles.load(Ordering::SeqCst) < n {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
-        };
-        for i in 0..N {
-            let name = format!("obj-{i}");
-            ctx.existing.lock().unwrap().insert(name.clone());
-            queue.add(key(&name));
-        }
-        wait_for(N).await;
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(queue.scheduled_len(), N, "one resync entry per object");
-        assert_eq!(queue.timers_len(), N, "one timer per object");
-
-        ctx.existing.lock().unwrap().clear();
-        for i in 0..N {
-            queue.add(key(&format!("obj-{i}")));
-        }
-        wait_for(2 * N).await;
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(queue.scheduled_len(), 0, "entries left after deletion");
-        assert_eq!(queue.timers_len(), 0, "timers left after deletion");
-        assert_eq!(queue.failures_len(), 0);
-        assert!(queue.is_empty());
-
-        tokio::time::sleep(RESYNC * 2).await;
-        assert_eq!(
-            ctx.reconciles.load(Ordering::SeqCst),
-            2 * N,
-            "a deleted object is never reconciled again"
-        );
-        queue.shut_down();
-        supervisor.abort();
-    }
-
-    /// A reconcile that panics neither kills the workers nor loses the key:
-    /// the panic is reported as an error and the key retried until it
-    /// succeeds, while other keys keep flowing.
-    #[tokio::test]
-    async fn a_panicking_reconcile_is_reported_and_retried() {
-        let queue: Arc<WorkQueue<ObjectKey>> =
-            WorkQueue::new(Duration::from_millis(1), Duration::from_millis(5));
-        let ctx = Arc::new(Flaky::default());
-        let supervisor = tokio::spawn(supervise_workers(ctx.clone(), queue.clone()));
-        queue.add(key("bad"));
-        for i in 0..20 {
-            queue.add(key(&format!("good-{i}")));
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let done = {
-                let c = ctx.calls.lock().unwrap();
-                c.get("bad").copied().unwrap_or(0) >= 3
-                    && (0..20).all(|i| c.contains_key(&format!("good-{i}")))
-            };
-            if done {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "keys not all reconciled: {:?}",
-                ctx.calls.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert_eq!(
-            ctx.recorded_errors.load(Ordering::SeqCst),
-            2,
-            "the panic and the error were both reported"
-        );
-        queue.shut_down();
-        supervisor.abort();
-    }
 }

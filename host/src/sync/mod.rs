@@ -1,13 +1,12 @@
-//! Object synchronisation, top to bottom:
-//! [`controller`] watches kcp (through the APIExport virtual workspace of
-//! every shard, into the [`cache`]) and
-//! the service cluster and feeds keys into a [`queue`]; each key is handled
-//! by the [`syncer`], which names the copy ([`naming`]), strips kcp-only
-//! metadata ([`strip`]), applies it to the service cluster with a three-way
-//! merge against the last state ([`state`], [`patch`]), and copies status
-//! back up. Related objects (`spec.related`) follow the primary ([`related`]),
-//! read from their own caches ([`related_cache`]).
-
+//! Object synchronisation, top to bottom: [`controller`] watches kcp
+//! (through the APIExport virtual workspace of every shard, into the
+//! [`cache`]) and the service cluster, and feeds keys into a work queue
+//! ([`crate::runner`]); each key is handled by the [`syncer`], which names the
+//! copy ([`naming`]), strips kcp-only metadata ([`strip`]), applies it to the
+//! service cluster with a three-way merge against the last state ([`state`],
+//! [`patch`]), and copies status back up. Related objects (`spec.related`)
+//! follow the primary ([`related`]), read from their own caches
+//! ([`related_cache`]).
 pub mod cache;
 pub mod controller;
 pub mod converge;
@@ -16,7 +15,6 @@ pub mod gojson;
 pub mod labels;
 pub mod naming;
 pub mod patch;
-pub mod queue;
 pub mod related;
 pub mod related_cache;
 pub mod state;

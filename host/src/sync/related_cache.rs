@@ -27,11 +27,11 @@ use tracing::{debug, info, warn};
 use super::ObjectKey;
 use super::cache::{Change, KcpCache, Store};
 use super::controller::{local_key, watch_loop};
-use super::queue::WorkQueue;
-use super::related::{Related, api_resource, dest_gvr, origin_gvr};
+use super::related::{Related, api_resource};
 use super::syncer::SyncContext;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
-use crate::selector::Selector;
+use crate::runner::queue::WorkQueue;
+use crate::selector::{Selector, SelectorExt};
 
 /// Group, version and resource (the plain resource name, also in kcp: the
 /// virtual workspace serves a claimed type without its identity hash).
@@ -93,9 +93,9 @@ impl RelatedCaches {
 /// origin side, its projection's on the other.
 pub fn side_gvr(r: &Related, service_side: bool) -> Gvr {
     if r.is_service() == service_side {
-        origin_gvr(&r.spec)
+        r.spec.origin_gvr()
     } else {
-        dest_gvr(&r.spec)
+        r.spec.dest_gvr()
     }
 }
 
@@ -141,15 +141,13 @@ enum Trigger {
 fn triggers(ctx: &SyncContext, service_side: bool, gvr: &Gvr) -> Vec<Trigger> {
     let mut out = Vec::new();
     for r in ctx.plugins().related.iter() {
-        if r.is_service() != service_side || origin_gvr(&r.spec) != *gvr {
+        if r.is_service() != service_side || r.spec.origin_gvr() != *gvr {
             continue;
         }
         let Some(w) = &r.spec.watch else { continue };
         match &w.by_selector {
             None => out.push(Trigger::Owner),
-            Some(sel) => match crate::publish::label_selector_string(sel)
-                .and_then(|s| crate::selector::parse(&s).map_err(|e| e.to_string()))
-            {
+            Some(sel) => match crate::selector::from_label_selector(sel) {
                 Ok(s) => out.push(Trigger::Selector(s)),
                 Err(e) => {
                     warn!(published_resource = %ctx.published_resource, identifier = %r.spec.identifier, error = %e, "invalid watch.bySelector; changes of these objects are picked up by the periodic check only")

@@ -1,0 +1,78 @@
+//! Phase 4, status up: the copy's status replaces the kcp object's.
+
+use super::*;
+
+impl SyncContext {
+    /// Status up: replace the kcp object's status with the copy's.
+    pub(super) async fn sync_status(
+        &self,
+        key: &ObjectKey,
+        origin: &Origin<'_>,
+        kcp_api: &Api<DynamicObject>,
+        remote: &Value,
+        local: &DynamicObject,
+    ) -> Result<(), SyncError> {
+        let mut local_json = to_json(key, "the service copy", local)?;
+        if let Some(m) = &self.plugins().mutator {
+            m.mutate_status(origin, &mut local_json, Some(remote))
+                .await
+                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+        }
+        let status = local_json.get("status").cloned().unwrap_or(Value::Null);
+        let current = remote.get("status").cloned().unwrap_or(Value::Null);
+        if patch::json_eq(&status, &current) {
+            self.convergence.settled(key, Phase::Status);
+            return Ok(());
+        }
+        // The status's inputs: the copy, and the kcp object's spec (a
+        // status mutation may read it), not the kcp object's own
+        // resourceVersion, which each status write changes.
+        let inputs = format!(
+            "{}/{}",
+            local
+                .metadata
+                .resource_version
+                .as_deref()
+                .unwrap_or_default(),
+            remote
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or_default()
+        );
+        let status_patch = json!({ "status": status.clone() });
+        self.convergence
+            .check(key, Phase::Status, &inputs, &status_patch)
+            .map_err(|e| SyncError::NotConverging(e, key.clone()))?;
+        // A status cleared on the service side is cleared in kcp too.
+        let mut updated = remote.clone();
+        match updated.as_object_mut() {
+            Some(o) if status.is_null() => {
+                o.remove("status");
+            }
+            Some(o) => {
+                o.insert("status".into(), status);
+            }
+            None => {}
+        }
+        let written = kcp_api
+            .replace_status(
+                &key.name,
+                &PostParams::default(),
+                &from_json(key, "the kcp object with the copy's status", updated)?,
+            )
+            .await
+            .map_err(kerr("updating status in kcp of", key))?;
+        self.kcp_written(written);
+        self.convergence
+            .wrote(key, Phase::Status, &inputs, &status_patch);
+        info!(%key, "synced status to kcp");
+        self.emit(
+            key,
+            remote,
+            false,
+            events::OBJECT_STATUS_SYNCED,
+            "status synced from the service cluster".into(),
+        );
+        Ok(())
+    }
+}
