@@ -126,16 +126,17 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
         .unwrap();
     assert!(created.metadata.uid.is_some());
 
-    // syncweave takes over.
-    env.start_agent(&[]);
+    // syncweave takes over, checking every object every 3 s.
+    env.start_agent(&["--resync-period=3s"]);
     // It has processed the object once the copy's status is up in kcp.
     eventually("status synced up by syncweave", WAIT, || async {
         let o = get_opt(&kcp_crontabs, "legacy").await?;
         Ok(o.filter(|o| str_at(o, "/status/phase") == Some("Running")))
     })
     .await;
-    // Give it a few more passes to (wrongly) write anything.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Two more passes (periodic checks) after that, to (wrongly) write anything.
+    let key = key.to_string();
+    env.wait_for_passes(&key, env.passes(&key) + 2).await;
 
     let after = local.get(&local_name).await.unwrap();
     assert_eq!(

@@ -375,8 +375,16 @@ async fn broken_template_keeps_workspace_initializing() {
     assert!(log.contains("broken-template"), "{log}");
     assert!(log.contains("init-broken"), "{log}");
     assert!(log.contains("failed to decode YAML"), "{log}");
-
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // It tries again (and fails again) before the workspace is checked.
+    eventually("the agent to retry the broken template", WAIT, || async {
+        let failures = env
+            .agent_log()
+            .lines()
+            .filter(|l| l.contains("initializing workspace failed"))
+            .count();
+        Ok((failures >= 2).then_some(()))
+    })
+    .await;
     let ws = env.workspaces().get("stuck").await.unwrap();
     assert_eq!(str_at(&ws, "/status/phase"), Some("Initializing"));
     let initializers = ws.data.pointer("/status/initializers").cloned();

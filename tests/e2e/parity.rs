@@ -375,7 +375,8 @@ async fn resource_filter_state_and_events() {
 /// changes; once it is gone, the agent places a new one with kcp's content.
 #[tokio::test(flavor = "multi_thread")]
 async fn adoption_and_copies_being_deleted() {
-    let env = Env::start("parity-adopt", crate::binary()).await;
+    let mut env = Env::prepare("parity-adopt", crate::binary()).await;
+    env.start_agent(&["--resync-period=3s"]);
     env.publish().await;
     env.wait_for_schema("publish-crontabs").await;
     let (consumer, client) = env.consumer("consumer").await;
@@ -441,9 +442,11 @@ async fn adoption_and_copies_being_deleted() {
         Some("manual")
     );
     assert!(has_finalizer(&kcp_crontabs.get("adoptee").await.unwrap()));
-    // A few more passes: still one object, its differing fields kept (the
-    // stored state is the kcp object, as upstream's adoption stores it).
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Two more passes (periodic checks): still one object, its differing
+    // fields kept (the stored state is the kcp object, as upstream's
+    // adoption stores it).
+    let key = crontab_key(&consumer.cluster, "adoptee").to_string();
+    env.wait_for_passes(&key, env.passes(&key) + 2).await;
     let all = copies.list(&Default::default()).await.unwrap();
     assert_eq!(all.items.len(), 1, "no duplicate: {:?}", all.items);
     let copy = copies.get(&copy_name).await.unwrap();
@@ -508,8 +511,9 @@ async fn adoption_and_copies_being_deleted() {
         json!({"spec": {"image": "while-deleting"}}),
     )
     .await;
-    // The agent sees the change at once; give it several passes.
-    tokio::time::sleep(Duration::from_secs(8)).await;
+    // The agent sees the change at once and checks again every second while
+    // the copy is being deleted: three passes after the change.
+    env.wait_for_passes(&key, env.passes(&key) + 3).await;
     let still = copies.get(&copy_name).await.unwrap();
     assert_eq!(
         still.metadata.resource_version, deleting.metadata.resource_version,
@@ -682,10 +686,23 @@ async fn selector_and_deleted_published_resource() {
             .then_some(()))
     })
     .await;
-    // The sync controller is stopped in the same pass; let it wind down.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The sync controller is stopped in the same pass: it says so, and its
+    // metric series are gone.
+    eventually("the sync controller stopped", WAIT, || async {
+        let (_, m) = http_get(metrics, "/metrics").await?;
+        let stopped = env
+            .agent
+            .as_ref()
+            .unwrap()
+            .log()
+            .lines()
+            .any(|l| l.contains("stopped sync controller"));
+        Ok((stopped && !m.contains(r#"published_resource="publish-crontabs""#)).then_some(()))
+    })
+    .await;
     create(&kcp_crontabs, crontab("after", "img")).await;
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    // A running controller accepts a new object within a second or two.
+    tokio::time::sleep(Duration::from_secs(5)).await;
     let after = kcp_crontabs.get("after").await.unwrap();
     assert!(!has_finalizer(&after), "{:?}", after.metadata.finalizers);
     let names: Vec<String> = copies
@@ -851,13 +868,16 @@ async fn two_agents_share_a_service_cluster() {
 
     // A change in consumer-a reaches only its copy.
     let before_b = copies_b.get(&name).await.unwrap();
+    let key_a = format!("{}|default/job", ws_a.cluster);
+    let passes_a = env.passes(&key_a);
     merge(&kcp_a, "job", json!({"spec": {"image": "image-a2"}})).await;
     eventually("image-a2 on consumer-a's copy", WAIT, || async {
         let c = get_opt(&copies_a, &name).await?;
         Ok(c.filter(|c| str_at(c, "/spec/image") == Some("image-a2")))
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Agent a has finished the pass that wrote it.
+    env.wait_for_passes(&key_a, passes_a + 1).await;
     assert_eq!(
         copies_b.get(&name).await.unwrap().metadata.resource_version,
         before_b.metadata.resource_version,

@@ -491,9 +491,9 @@ async fn namespace_filter_excludes_other_namespaces() {
         allowed.metadata.annotations.unwrap()["syncagent.kcp.io/remote-object-namespace"],
         "allowed"
     );
-    // The excluded object has had every chance: the allowed one (created
-    // after it) is through, and another pass of the queue follows.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // The agent has looked at the excluded object (and skipped it).
+    env.wait_for_passes(&format!("{}|excluded/in-excluded", consumer.cluster), 1)
+        .await;
     let all = dynamic_api(
         &env.service_client,
         &gvk("example.com", "v1", "CronTab"),
@@ -688,7 +688,8 @@ async fn events_and_failing_objects_are_reported() {
 /// (which would answer 404 forever): the resource stays Ready.
 #[tokio::test(flavor = "multi_thread")]
 async fn status_without_subresource_is_an_ordinary_field() {
-    let env = Env::start("nostatus", crate::binary()).await;
+    let mut env = Env::prepare("nostatus", crate::binary()).await;
+    env.start_agent(&["--resync-period=3s"]);
     apply_crds(
         &env.service_client,
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}\n          status: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
@@ -743,8 +744,10 @@ async fn status_without_subresource_is_an_ordinary_field() {
         copy.data["status"]["written"], "by the consumer",
         "status synced down as a field"
     );
-    // Some resyncs later, nothing has failed (no /status calls).
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Two passes after the copy is placed (its watch event, a periodic
+    // check) and nothing has failed (no /status calls).
+    let key = format!("{}|default/memo", consumer.cluster);
+    env.wait_for_passes(&key, env.passes(&key) + 2).await;
     env.wait_for_ready("publish-notes", "True", "Syncing").await;
     let log = env.agent.as_ref().unwrap().log_tail(400);
     assert!(!log.contains("reconciling failed"), "{log}");

@@ -43,6 +43,23 @@ impl Agent {
         std::fs::read_to_string(&self.log_file).unwrap_or_default()
     }
 
+    /// How many reconcile passes of the kcp object `key` (`cluster|ns/name`,
+    /// as the agent prints keys) the agent has finished so far, from its
+    /// debug log. A test that checks that something did *not* happen waits
+    /// for passes first: proof that the agent looked, then the absence.
+    pub fn passes(&self, key: &str) -> usize {
+        let wanted = format!("key={key}");
+        strip_ansi(&self.log())
+            .lines()
+            .filter(|l| l.contains("reconcile pass finished"))
+            .filter(|l| {
+                l.split_whitespace().any(|field| {
+                    field == wanted || field.strip_prefix(wanted.as_str()) == Some(",")
+                })
+            })
+            .count()
+    }
+
     pub fn log_tail(&self, n: usize) -> String {
         crate::kcp::tail(&self.log_file, n)
     }
@@ -68,5 +85,37 @@ impl Drop for Agent {
         unsafe {
             libc::kill(self.pid as i32, libc::SIGTERM);
         }
+    }
+}
+
+/// `s` without terminal colour codes (the agent colours its console log).
+pub fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            // CSI: parameters up to a final byte in '@'..='~'.
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn colour_codes_are_stripped() {
+        let line = "\u{1b}[2m2026\u{1b}[0m \u{1b}[34mDEBUG\u{1b}[0m reconcile pass finished \u{1b}[3mkey\u{1b}[0m\u{1b}[2m=\u{1b}[0ma|ns/n";
+        assert_eq!(
+            super::strip_ansi(line),
+            "2026 DEBUG reconcile pass finished key=a|ns/n"
+        );
     }
 }

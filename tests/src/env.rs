@@ -226,6 +226,25 @@ impl Env {
         .await
     }
 
+    /// Reconcile passes of the kcp object `key` (`cluster|ns/name`) the
+    /// agent has finished (see [`Agent::passes`]).
+    pub fn passes(&self, key: &str) -> usize {
+        self.agent.as_ref().expect("the agent runs").passes(key)
+    }
+
+    /// Wait until the agent has finished at least `n` reconcile passes of
+    /// `key` in all: the positive signal that it looked at the object, before
+    /// a test checks that something did not happen.
+    pub async fn wait_for_passes(&self, key: &str, n: usize) {
+        let agent = self.agent.as_ref().expect("the agent runs");
+        eventually(
+            &format!("{n} reconcile passes of {key}"),
+            Duration::from_secs(90),
+            || async { Ok((agent.passes(key) >= n).then_some(())) },
+        )
+        .await;
+    }
+
     /// Wait until the APIExport claims `group`/`resource`.
     pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
         let provider = self.kcp.client(&self.provider.path).await.unwrap();
