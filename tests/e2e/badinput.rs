@@ -79,3 +79,80 @@ async fn a_kind_kcp_serves_itself_is_refused() {
     let schemas = export.data["spec"]["latestResourceSchemas"].to_string();
     assert!(!schemas.contains("serviceaccounts"), "{schemas}");
 }
+
+/// An object too large for its last-synced state to fit in a Secret
+/// (1 MiB) is refused before anything is written: no copy, a Warning Event
+/// and the PublishedResource's condition say why and what to do; a small
+/// object beside it syncs. Made smaller, it syncs.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_too_large_for_its_state_is_refused_before_any_write() {
+    let env = Env::start("oversized", crate::binary()).await;
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp = crontabs(&client, "default");
+    // 1.1 MB in one field: kcp stores it (its limit is higher), a Secret
+    // cannot hold its state.
+    create(&kcp, crontab("huge", &"x".repeat(1_100_000))).await;
+    create(&kcp, crontab("small", "img")).await;
+
+    let failing = env
+        .wait_for_ready("publish-crontabs", "False", "ObjectsFailing")
+        .await;
+    let message = failing["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("huge") && message.contains("at most 1 MiB"),
+        "{message}"
+    );
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
+    let warning = eventually("a Warning Event on the object", WAIT, || async {
+        let list = events
+            .list(&Default::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list.into_iter().find(|e| {
+            e.involved_object.name.as_deref() == Some("huge")
+                && e.type_.as_deref() == Some("Warning")
+        }))
+    })
+    .await;
+    assert!(
+        warning
+            .message
+            .unwrap_or_default()
+            .contains("make the object smaller"),
+        "the Event says what to do"
+    );
+
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    eventually("the small object's copy", WAIT, || async {
+        get_opt(&copies, &default_copy_name("default", "small")).await
+    })
+    .await;
+    let names: Vec<String> = copies
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(
+        names,
+        [default_copy_name("default", "small")],
+        "nothing of the large object was written"
+    );
+
+    // Made smaller, it syncs and the resource is Ready again.
+    kcp.patch(
+        "huge",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"image": "img"}})),
+    )
+    .await
+    .unwrap();
+    eventually("the copy once the object is small", WAIT, || async {
+        get_opt(&copies, &default_copy_name("default", "huge")).await
+    })
+    .await;
+    env.wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
+}

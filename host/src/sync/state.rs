@@ -96,6 +96,18 @@ impl StateStore {
 
     /// The stored value: the object as Go's `json.Marshal` writes an
     /// unstructured object (sorted keys, Go escaping), without a newline.
+    /// The most a Secret's data may hold (keys and values together), as the
+    /// API server validates it.
+    pub const MAX_SECRET_DATA: usize = 1024 * 1024;
+
+    /// The bytes the state entry of `key` takes in its Secret, when that is
+    /// more than a Secret may hold: such an object cannot be synced (its
+    /// state could not be stored, so every pass would rewrite the copy).
+    pub fn too_large(key: &ObjectKey, state: &Value) -> Option<usize> {
+        let bytes = Self::data_key(key).len() + Self::encode_state(state).len();
+        (bytes > Self::MAX_SECRET_DATA).then_some(bytes)
+    }
+
     pub fn encode_state(state: &Value) -> Vec<u8> {
         gojson::value_string(state).into_bytes()
     }
@@ -234,6 +246,16 @@ mod tests {
             namespace: namespace.map(Into::into),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn a_state_over_a_secrets_limit_is_too_large() {
+        let k = key("abc", Some("ns"), "big");
+        let fits = serde_json::json!({"spec": {"blob": "x".repeat(1024 * 1024 - 200)}});
+        assert_eq!(StateStore::too_large(&k, &fits), None);
+        let big = serde_json::json!({"spec": {"blob": "x".repeat(1024 * 1024)}});
+        let bytes = StateStore::too_large(&k, &big).expect("too large");
+        assert!(bytes > StateStore::MAX_SECRET_DATA, "{bytes}");
     }
 
     #[test]

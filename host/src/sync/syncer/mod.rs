@@ -200,6 +200,13 @@ pub enum SyncError {
     )]
     NoWorkspacePath(String),
     #[error(
+        "{key} is too large to sync: its last-synced state takes {bytes} bytes, and the \
+         Secret that keeps it may hold at most 1 MiB. Nothing was written to the service \
+         cluster; make the object smaller (keep bulk data out of it, e.g. in related \
+         ConfigMaps or Secrets)"
+    )]
+    StateTooLarge { key: ObjectKey, bytes: usize },
+    #[error(
         "workspace {0} is not served by any URL of the APIExportEndpointSlice (yet); \
          retrying until its shard's virtual workspace lists it"
     )]

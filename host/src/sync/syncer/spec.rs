@@ -124,6 +124,14 @@ impl SyncContext {
         let (desired, state) = self
             .desired(key, origin, remote, local_json.as_ref())
             .await?;
+        // Refused before any write: a copy whose state cannot be stored
+        // would be rewritten on every pass.
+        if let Some(bytes) = StateStore::too_large(key, &state) {
+            return Err(SyncError::StateTooLarge {
+                key: key.clone(),
+                bytes,
+            });
+        }
 
         let (Some(local), Some(local_json)) = (local, local_json) else {
             return self.create(key, origin, remote, desired, &state).await;
