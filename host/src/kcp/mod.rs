@@ -141,27 +141,10 @@ impl KcpContext {
         })
     }
 
-    /// The virtual-workspace URLs of the export (one per shard). Empty until
-    /// at least one workspace binds the export.
-    pub async fn endpoint_urls(&self) -> Result<Vec<String>, KcpError> {
-        let slices: Api<DynamicObject> = Api::all_with(
-            self.slice_client.clone(),
-            &kcpapi::apiexport_endpoint_slice(),
-        );
-        let slice = slices
-            .get(&self.slice_name)
-            .await
-            .map_err(kube_err(format!(
-                "reading APIExportEndpointSlice {}",
-                self.slice_name
-            )))?;
-        let urls = urls_of(&slice);
-        self.endpoints
-            .send_if_modified(|cur| replace_if_changed(cur, &urls));
-        Ok(urls)
-    }
-
-    /// The current virtual-workspace URLs; the receiver sees every change.
+    /// The virtual-workspace URLs of the export (one per shard; none until
+    /// a workspace binds the export), as the one watch of the slice
+    /// ([`KcpContext::watch_endpoints`]) last saw them; the receiver sees
+    /// every change.
     pub fn endpoints(&self) -> watch::Receiver<Vec<String>> {
         self.endpoints.subscribe()
     }

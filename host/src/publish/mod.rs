@@ -149,17 +149,16 @@ impl Publisher {
             ));
         }
         // The slice gains its URLs when the first workspace binds the export:
-        // react at once rather than on the next (backed-off) retry.
-        let slices: Api<DynamicObject> = Api::all_with(
-            self.kcp.slice_client.clone(),
-            &kcpapi::apiexport_endpoint_slice(),
-        );
-        let slice_cfg =
-            watcher::Config::default().fields(&format!("metadata.name={}", self.kcp.slice_name));
-        watches.spawn(wake_on_events(
-            watcher(slices, slice_cfg).boxed(),
-            wake.clone(),
-        ));
+        // react at once rather than on the next (backed-off) retry. The
+        // agent's one watch of the slice (KcpContext::watch_endpoints)
+        // publishes them.
+        let mut endpoints = self.kcp.endpoints();
+        let endpoints_wake = wake.clone();
+        watches.spawn(async move {
+            while endpoints.changed().await.is_ok() {
+                endpoints_wake.notify_one();
+            }
+        });
         // A WasmPlugin that turns Ready or moves to a new digest: running
         // syncs that use it are restarted with the new code (see fingerprint).
         let mut plugin_changes = self.plugins.registry().subscribe();
@@ -591,7 +590,7 @@ impl Publisher {
         resolved: &schema::Resolved,
     ) -> anyhow::Result<Option<(CancellationToken, Arc<SyncContext>)>> {
         let name = pr.metadata.name.clone().unwrap_or_default();
-        let urls = self.kcp.endpoint_urls().await?;
+        let urls = self.kcp.endpoints().borrow().clone();
         if urls.is_empty() {
             info!(published_resource = %name, "waiting for the APIExportEndpointSlice to list an endpoint (no workspace has bound the export yet)");
             return Ok(None);
