@@ -156,3 +156,88 @@ async fn an_object_too_large_for_its_state_is_refused_before_any_write() {
     env.wait_for_ready("publish-crontabs", "True", "Syncing")
         .await;
 }
+
+/// Metadata at the API's limits: a 253-character name, 63-character label
+/// keys and values, and annotations just under the 256 KiB total sync as
+/// they are. Annotations so close to the limit that the agent's own two
+/// (which name the kcp object on the copy) push them over are refused by
+/// the service cluster; the condition carries its message (the field and
+/// the limit), nothing is written, and trimming them lets it sync.
+#[tokio::test(flavor = "multi_thread")]
+async fn metadata_at_the_limits_syncs_or_is_refused_clearly() {
+    let env = Env::start("limits", crate::binary()).await;
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp = crontabs(&client, "default");
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+
+    let long_name = format!("n{}", "a".repeat(251)) + "z";
+    assert_eq!(long_name.len(), 253);
+    let key63 = format!("example.com/{}", "k".repeat(63));
+    let mut at_limits = crontab(&long_name, "img");
+    at_limits["metadata"]["labels"] = serde_json::json!({ key63.clone(): "v".repeat(63) });
+    // 200 KiB of annotations: well inside the limit with the agent's own.
+    at_limits["metadata"]["annotations"] =
+        serde_json::json!({"example.com/blob": "b".repeat(200 * 1024)});
+    create(&kcp, at_limits).await;
+    let copy = eventually("the copy of the object at the limits", WAIT, || async {
+        get_opt(&copies, &default_copy_name("default", &long_name)).await
+    })
+    .await;
+    assert_eq!(
+        copy.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(&key63))
+            .map(String::len),
+        Some(63)
+    );
+    assert_eq!(
+        copy.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("example.com/blob"))
+            .map(String::len),
+        Some(200 * 1024)
+    );
+
+    // Annotations 60 bytes under the limit in kcp (which adds its own
+    // `kcp.io/cluster`, 30 bytes): over it with the agent's two (87).
+    let mut full = crontab("full", "img");
+    let value_len = 256 * 1024 - "example.com/blob".len() - 60;
+    full["metadata"]["annotations"] =
+        serde_json::json!({"example.com/blob": "b".repeat(value_len)});
+    create(&kcp, full).await;
+    let failing = env
+        .wait_for_ready("publish-crontabs", "False", "ObjectsFailing")
+        .await;
+    let message = failing["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("full") && message.contains("metadata.annotations"),
+        "{message}"
+    );
+    assert!(
+        get_opt(&copies, &default_copy_name("default", "full"))
+            .await
+            .unwrap()
+            .is_none(),
+        "no copy was created"
+    );
+    kcp.patch(
+        "full",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            serde_json::json!({"metadata": {"annotations": {"example.com/blob": "short"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    eventually(
+        "the copy once the annotations are trimmed",
+        WAIT,
+        || async { get_opt(&copies, &default_copy_name("default", "full")).await },
+    )
+    .await;
+    env.wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
+}
