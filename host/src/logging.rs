@@ -16,10 +16,13 @@ pub enum LogFormat {
 pub fn init(format: LogFormat, debug: bool) {
     let default = if debug { "debug" } else { "info" };
     // Our crates log at the chosen level; noisy dependencies stay at warn
-    // unless RUST_LOG says otherwise.
+    // unless RUST_LOG says otherwise. kube's client logs every failed
+    // request at error level without saying which object it was for; the
+    // agent reports each failure itself, with its context and repeats
+    // summarised, so that line would only multiply an outage's log.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         EnvFilter::new(format!(
-            "warn,syncweave={default},syncweave_runtime={default},plugin={default}"
+            "warn,kube_client::client::builder=off,syncweave={default},syncweave_runtime={default},plugin={default}"
         ))
     });
     let builder = tracing_subscriber::fmt()

@@ -32,22 +32,31 @@ pub enum Retry {
     After(Duration),
 }
 
+/// While a watch keeps failing, how often it is reported again.
+pub const REMIND_EVERY: Duration = Duration::from_secs(60);
+
 /// Drive `stream` until it ends, handing every event to `on_event`. On an
 /// error, `on_error` is told what happens next (to log it with its own
-/// context), then the loop waits as [`Retry`] says.
+/// context) and whether to report it: `true` for the first failure since
+/// the last event and then once per [`REMIND_EVERY`], so a server that is
+/// down for a while costs a line a minute per watch, not one per retry.
+/// Then the loop waits as [`Retry`] says.
 pub async fn drive<K, S>(
     stream: S,
     mut on_event: impl FnMut(watcher::Event<K>),
-    mut on_error: impl FnMut(&watcher::Error, Retry),
+    mut on_error: impl FnMut(&watcher::Error, Retry, bool),
 ) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
 {
     let mut stream = std::pin::pin!(stream);
     let mut backoff = Backoff::new(FIRST_RETRY, MAX_RETRY);
+    // When this streak of failures was last reported.
+    let mut reported: Option<tokio::time::Instant> = None;
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(ev) => {
                 backoff.reset();
+                reported = None;
                 on_event(ev);
             }
             Err(e) => {
@@ -56,7 +65,11 @@ pub async fn drive<K, S>(
                 } else {
                     Retry::After(backoff.next_delay())
                 };
-                on_error(&e, retry);
+                let report = reported.is_none_or(|at| at.elapsed() >= REMIND_EVERY);
+                if report {
+                    reported = Some(tokio::time::Instant::now());
+                }
+                on_error(&e, retry, report);
                 if let Retry::After(d) = retry {
                     tokio::time::sleep(d).await;
                 }
@@ -110,14 +123,17 @@ mod tests {
         drive(
             futures::stream::iter(items),
             |_| events += 1,
-            |_, r| retries.push(r),
+            |_, r, report| retries.push((r, report)),
         )
         .await;
         assert_eq!(events, 2);
-        assert_eq!(retries[0], Retry::Relist);
+        assert_eq!(retries[0].0, Retry::Relist);
+        // Reported: the first failure after an event; not the second in a row.
+        let reports: Vec<bool> = retries.iter().map(|r| r.1).collect();
+        assert_eq!(reports, [true, true, false, true]);
         let waits: Vec<Duration> = retries[1..]
             .iter()
-            .map(|r| match r {
+            .map(|(r, _)| match r {
                 Retry::After(d) => *d,
                 Retry::Relist => panic!("only a 410 relists at once: {retries:?}"),
             })

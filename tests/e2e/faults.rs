@@ -443,3 +443,103 @@ async fn failover_after_kill_and_after_graceful_stop() {
     );
     drop(c);
 }
+
+/// Lines the agent logged at info level or above (its log also has debug).
+fn info_lines(log: &str) -> usize {
+    syncweave_tests::agent::strip_ansi(log)
+        .lines()
+        .filter(|l| {
+            [" INFO ", " WARN ", " ERROR "]
+                .iter()
+                .any(|lvl| l.contains(lvl))
+        })
+        .count()
+}
+
+/// Quiet under faults: the service cluster refuses every connection for
+/// 60 s while consumers change 40 objects and create 5 more. Every one of
+/// them fails and is retried, yet the agent's log grows by a few dozen lines
+/// (the first failure of each cause, one line per failing watch, the
+/// per-minute summary, the outage's start), not a line per retry, per
+/// request or per object; once the server is back, every change lands.
+/// Before (kube's per-request error line, every watch retry, every object's
+/// first failure logged): 412 lines for 25 objects.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_minute_long_outage_is_quiet_in_the_log() {
+    const OUTAGE: Duration = Duration::from_secs(60);
+    let env = Env::prepare("quiet-outage", crate::binary()).await;
+    env.publish().await;
+    let proxy = Proxy::start(env.service.port()).await.unwrap();
+    let svc = env.dir.join("service-proxied.kubeconfig");
+    env.service
+        .write_kubeconfig_via(CHART_SERVICE_ACCOUNT, &env.agent_token, proxy.port, &svc)
+        .unwrap();
+    let kcp_kc = env.dir.join("kcp.kubeconfig");
+    env.kcp
+        .write_kubeconfig_with_token(&env.provider.path, AGENT_KCP_TOKEN, &kcp_kc)
+        .unwrap();
+    let agent = Agent::start(
+        &env.binary,
+        &env.agent_args(&kcp_kc, &svc, &[]),
+        env.dir.join("agent.log"),
+    )
+    .unwrap();
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp = crontabs(&client, "default");
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    for i in 0..40 {
+        create(&kcp, crontab(&format!("q-{i}"), "image-1")).await;
+    }
+    for i in 0..40 {
+        eventually("the copies before the outage", WAIT, || async {
+            get_opt(&copies, &default_copy_name("default", &format!("q-{i}"))).await
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let before = info_lines(&agent.log());
+    proxy.refuse();
+    let started = Instant::now();
+    for i in 0..40 {
+        kcp.patch(
+            &format!("q-{i}"),
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"image": "image-2"}})),
+        )
+        .await
+        .unwrap();
+    }
+    for i in 40..45 {
+        create(&kcp, crontab(&format!("q-{i}"), "image-2")).await;
+    }
+    tokio::time::sleep(OUTAGE.saturating_sub(started.elapsed())).await;
+    let during = info_lines(&agent.log()) - before;
+    proxy.restore();
+
+    for i in 0..45 {
+        eventually("every change after the outage", WAIT, || async {
+            let c = get_opt(&copies, &default_copy_name("default", &format!("q-{i}"))).await?;
+            Ok(c.filter(|c| str_at(c, "/spec/image") == Some("image-2")))
+        })
+        .await;
+    }
+    let log = syncweave_tests::agent::strip_ansi(&agent.log());
+    let failures = log
+        .lines()
+        .filter(|l| l.contains("reconcile pass finished"))
+        .filter(|l| l.contains("result=error") || l.contains("result=\"error\""))
+        .count();
+    println!(
+        "60 s outage of the service cluster, 45 objects changed meanwhile: {during} log lines at info or above ({failures} failed passes in the whole log)"
+    );
+    assert!(
+        failures > 25,
+        "the outage made reconciles fail ({failures})"
+    );
+    assert!(
+        during <= 60,
+        "{during} lines at info or above in a 60 s outage:\n{}",
+        agent.log_tail(60)
+    );
+}

@@ -176,7 +176,13 @@ impl KcpContext {
                     }
                 }
             },
-            |e, retry| tracing::warn!(slice = %self.slice_name, error = %e, ?retry, "watching the endpoint slice failed"),
+            |e, retry, report| {
+                if report {
+                    tracing::warn!(slice = %self.slice_name, error = %e, ?retry, "watching the endpoint slice failed")
+                } else {
+                    tracing::debug!(slice = %self.slice_name, error = %e, ?retry, "watching the endpoint slice failed again")
+                }
+            },
         );
         tokio::select! {
             _ = follow => {}

@@ -433,9 +433,16 @@ pub async fn run_with(
     // only reconciles objects that exist.
     let mut listing: Vec<String> = Vec::new();
     let events_ctl = ctl.clone();
+    // A failing watch is reported once, then once per minute while it
+    // keeps failing (as crate::watch::drive does for the other watches).
+    let mut reported: Option<tokio::time::Instant> = None;
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
-        .inspect(move |ev| match ev {
+        .inspect(move |ev| {
+            if ev.is_ok() {
+                reported = None;
+            }
+            match ev {
             Ok(watcher::Event::InitApply(wp)) => listing.push(wp.name_any()),
             Ok(watcher::Event::Delete(wp)) => {
                 let name = wp.name_any();
@@ -465,7 +472,10 @@ pub async fn run_with(
                         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
                         if s.code == 404
                 );
-                if missing_crd {
+                let report = reported.is_none_or(|at| at.elapsed() >= crate::watch::REMIND_EVERY);
+                if !report {
+                    debug!(error = %e, "WasmPlugin watch failed again");
+                } else if missing_crd {
                     warn!(
                         "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
                          apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
@@ -473,6 +483,10 @@ pub async fn run_with(
                 } else {
                     warn!(error = %e, "WasmPlugin watch failed; retrying");
                 }
+                if report {
+                    reported = Some(tokio::time::Instant::now());
+                }
+            }
             }
         })
         .applied_objects()

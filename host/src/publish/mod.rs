@@ -24,7 +24,7 @@ use kube::runtime::{reflector, watcher};
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
@@ -807,7 +807,13 @@ async fn feed_state_cache(state: StateStore) {
         |ev| {
             cache.feed(Change::from(ev), |_, _| vec![]);
         },
-        |e, retry| warn!(error = %e, ?retry, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)"),
+        |e, retry, report| {
+            if report {
+                warn!(error = %e, ?retry, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)")
+            } else {
+                debug!(error = %e, ?retry, "watching state Secrets failed again")
+            }
+        },
     )
     .await;
 }
@@ -822,7 +828,13 @@ async fn feed_crd_index(api: Api<DynamicObject>, index: Arc<schema::CrdIndex>, w
             index.feed(Change::from(ev));
             wake.notify_one();
         },
-        |e, retry| warn!(error = %e, ?retry, "watching CustomResourceDefinitions failed"),
+        |e, retry, report| {
+            if report {
+                warn!(error = %e, ?retry, "watching CustomResourceDefinitions failed")
+            } else {
+                debug!(error = %e, ?retry, "watching CustomResourceDefinitions failed again")
+            }
+        },
     )
     .await;
 }
@@ -834,7 +846,13 @@ where
     crate::watch::drive(
         stream,
         |_| wake.notify_one(),
-        |e, retry| warn!(error = %e, ?retry, "watch failed"),
+        |e, retry, report| {
+            if report {
+                warn!(error = %e, ?retry, "watch failed")
+            } else {
+                debug!(error = %e, ?retry, "watch failed again")
+            }
+        },
     )
     .await;
 }

@@ -211,12 +211,18 @@ const FAILURE_SUMMARY_EVERY: Duration = Duration::from_secs(60);
 async fn summarise_failures(ctx: Arc<SyncContext>) {
     let mut tick = tokio::time::interval(FAILURE_SUMMARY_EVERY);
     tick.tick().await;
+    let mut failing_before = 0;
     loop {
         tick.tick().await;
         let (n, causes) = ctx.failures.by_cause(3);
         if n == 0 {
+            if failing_before > 0 {
+                info!(published_resource = %ctx.published_resource, "no object failing any more");
+            }
+            failing_before = 0;
             continue;
         }
+        failing_before = n;
         let causes = causes
             .iter()
             .map(|(n, c)| format!("{n}× {c}"))
@@ -364,8 +370,10 @@ pub(super) async fn watch_loop<K, F>(
                 queue.add(k);
             }
         },
-        |e, retry| {
-            if crate::watch::is_forbidden(e) {
+        |e, retry, report| {
+            if !report {
+                debug!(side, error = %e, ?retry, "watch failed again");
+            } else if crate::watch::is_forbidden(e) {
                 // Until the RBAC is fixed, readers fall back to the API.
                 let fix = if side == "kcp" {
                     "check the APIExport's permission claims and the agent's kcp RBAC (docs/rbac.md)"

@@ -205,30 +205,37 @@ impl Failures {
         })
     }
 
-    /// Record a failure; `true` when it is news (the object was not
-    /// failing, or fails for another reason now), which is worth a log line.
+    /// Record a failure; `true` when it is news worth a log line: the
+    /// object was not failing or fails for another reason now, and no other
+    /// failing object has that cause (during an outage every object fails
+    /// the same way: the first says it, the per-minute summary counts them).
     pub fn failed(&self, key: &ObjectKey, error: String) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
         let before = headline(&f);
+        let cause = cause_of(key, &error);
+        let known = f.iter().any(|(k, e)| k != key && cause_of(k, e) == cause);
         let previous = f.insert(key.clone(), error.clone());
         if headline(&f) != before {
             self.changed.notify_one();
         }
-        previous.is_none_or(|p| p != error)
+        previous.is_none_or(|p| p != error) && !known
     }
 
-    /// Record a success; `true` when the object was failing until now.
+    /// Record a success; `true` when the object was failing until now and
+    /// few others still are (a line per object then; after an outage the
+    /// summary says when nothing fails any more).
     pub fn succeeded(&self, key: &ObjectKey) -> bool {
         let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
         if !f.contains_key(key) {
             return false;
         }
         let before = headline(&f);
+        let was_failing = f.len();
         f.remove(key);
         if headline(&f) != before {
             self.changed.notify_one();
         }
-        true
+        was_failing <= LOG_EACH_RECOVERY_UP_TO
     }
 
     /// The failing objects grouped by cause (the error with the object's
@@ -238,8 +245,7 @@ impl Failures {
         let f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
         let mut groups: BTreeMap<String, usize> = BTreeMap::new();
         for (key, error) in f.iter() {
-            let cause = error.replace(&key.to_string(), "<object>");
-            *groups.entry(cause).or_default() += 1;
+            *groups.entry(cause_of(key, error)).or_default() += 1;
         }
         let mut groups: Vec<(usize, String)> = groups.into_iter().map(|(c, n)| (n, c)).collect();
         groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
@@ -260,6 +266,16 @@ impl Failures {
     pub fn summary(&self) -> Option<String> {
         summary(&self.failing.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// While more objects than this fail, recoveries are not logged one by
+/// one.
+const LOG_EACH_RECOVERY_UP_TO: usize = 10;
+
+/// An error with the object's own name taken out: what objects failing
+/// for the same reason share.
+fn cause_of(key: &ObjectKey, error: &str) -> String {
+    error.replace(&key.to_string(), "<object>")
 }
 
 /// What the condition shows of the failing set: the owner is woken whenever
@@ -305,6 +321,31 @@ mod tests {
         assert!(f.failed(&key("a"), "conflict".into()), "another cause");
         assert!(f.succeeded(&key("a")), "a recovery");
         assert!(!f.succeeded(&key("a")), "not failing: nothing to say");
+    }
+
+    /// An outage: 25 objects fail for the same reason (their own names in
+    /// the message): one line. When they recover, a line each only for the
+    /// last ten; the summary says when nothing fails any more.
+    #[test]
+    fn an_outage_is_one_line_not_one_per_object() {
+        let f = Failures::new(Arc::new(Notify::new()));
+        let news: Vec<bool> = (0..25)
+            .map(|i| {
+                let k = key(&format!("o{i}"));
+                f.failed(&k, format!("creating the copy of {k}: connection refused"))
+            })
+            .collect();
+        assert_eq!(news.iter().filter(|n| **n).count(), 1, "{news:?}");
+        assert!(news[0]);
+        assert!(
+            f.failed(&key("o3"), "conflict".into()),
+            "a new cause is news"
+        );
+        let logged = (0..25)
+            .filter(|i| f.succeeded(&key(&format!("o{i}"))))
+            .count();
+        assert_eq!(logged, LOG_EACH_RECOVERY_UP_TO);
+        assert!(f.is_empty());
     }
 
     #[test]
