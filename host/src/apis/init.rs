@@ -154,6 +154,31 @@ mod tests {
     use super::*;
     use kube::CustomResourceExt;
 
+    proptest::proptest! {
+        /// InitTargets and InitTemplates with any JSON in their spec fields
+        /// (as a CRD without validation lets through) parse or fail with
+        /// an error, and a parsed target's renderer settings are read
+        /// without a panic.
+        #[test]
+        fn any_init_spec_parses_or_fails_cleanly(
+            fields in proptest::collection::btree_map(
+                proptest::sample::select(vec![
+                    "workspaceTypeRef", "sources", "renderer", "template",
+                ]),
+                crate::sync::patch::tests::json_value(),
+                0..4,
+            ),
+        ) {
+            let spec: serde_json::Map<String, serde_json::Value> =
+                fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let obj = serde_json::json!({"metadata": {"name": "x"}, "spec": spec});
+            if let Ok(t) = serde_json::from_value::<InitTarget>(obj.clone()) {
+                let _ = crate::init::render::builtin_config(t.spec.renderer.as_ref());
+            }
+            let _ = serde_json::from_value::<InitTemplate>(obj);
+        }
+    }
+
     /// Upstream's e2e InitTarget applies unchanged.
     #[test]
     fn upstream_manifest_parses() {

@@ -188,7 +188,64 @@ pub async fn create(disc: &mut Discovery, obj: &Value) -> Result<Created, ApplyE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Rendered objects as a template might produce them: the kinds the
+    /// order cares about (in any case, in any group spelling) among others,
+    /// with or without names and namespaces, and any JSON in between.
+    fn rendered_object() -> impl Strategy<Value = Value> {
+        let api_version = prop_oneof![
+            Just("apiextensions.k8s.io/v1"),
+            Just("apis.kcp.io/v1alpha1"),
+            Just("v1"),
+            Just("apps/v1"),
+            Just(""),
+            Just("/"),
+            Just("a/b/c"),
+        ];
+        let kind = prop_oneof![
+            Just("CustomResourceDefinition"),
+            Just("customresourcedefinition"),
+            Just("APIExport"),
+            Just("APIBinding"),
+            Just("Namespace"),
+            Just("ConfigMap"),
+            Just(""),
+        ];
+        let junk = crate::sync::patch::tests::json_value;
+        (api_version, kind, junk(), junk(), any::<u8>()).prop_map(
+            |(api_version, kind, metadata, extra, shape)| match shape % 4 {
+                0 => json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "ns"}}),
+                1 => json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "data": extra}),
+                2 => json!({"apiVersion": api_version, "kind": kind}),
+                _ => extra,
+            },
+        )
+    }
+
+    proptest! {
+        /// Whatever a template renders, ordering and describing it never
+        /// panic; the order puts dependencies first and keeps the template's
+        /// order within a weight.
+        #[test]
+        fn any_rendered_objects_are_ordered_and_described(
+            objects in prop::collection::vec(rendered_object(), 0..12),
+        ) {
+            let mut sorted = objects.clone();
+            sort_objects(&mut sorted);
+            let weights: Vec<u8> = sorted.iter().map(kind_weight).collect();
+            prop_assert!(weights.windows(2).all(|w| w[0] <= w[1]), "{weights:?}");
+            for w in 0..=4u8 {
+                let before: Vec<&Value> = objects.iter().filter(|o| kind_weight(o) == w).collect();
+                let after: Vec<&Value> = sorted.iter().filter(|o| kind_weight(o) == w).collect();
+                prop_assert_eq!(before, after);
+            }
+            for o in &sorted {
+                prop_assert!(!describe(o).is_empty());
+            }
+        }
+    }
 
     fn obj(api_version: &str, kind: &str) -> Value {
         json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": kind.to_lowercase()}})
