@@ -35,6 +35,30 @@ pub enum Retry {
 /// While a watch keeps failing, how often it is reported again.
 pub const REMIND_EVERY: Duration = Duration::from_secs(60);
 
+/// Which failures of one watch are worth a log line: the first since it
+/// last worked, then one per [`REMIND_EVERY`] while it keeps failing.
+#[derive(Debug, Default)]
+pub struct FailureReports {
+    /// When this streak of failures was last reported.
+    reported: Option<tokio::time::Instant>,
+}
+
+impl FailureReports {
+    /// The watch delivered an event: a later failure starts a new streak.
+    pub fn worked(&mut self) {
+        self.reported = None;
+    }
+
+    /// The watch failed; `true` when that is to be reported.
+    pub fn failed(&mut self) -> bool {
+        let report = self.reported.is_none_or(|at| at.elapsed() >= REMIND_EVERY);
+        if report {
+            self.reported = Some(tokio::time::Instant::now());
+        }
+        report
+    }
+}
+
 /// Drive `stream` until it ends, handing every event to `on_event`. On an
 /// error, `on_error` is told what happens next (to log it with its own
 /// context) and whether to report it: `true` for the first failure since
@@ -50,13 +74,12 @@ pub async fn drive<K, S>(
 {
     let mut stream = std::pin::pin!(stream);
     let mut backoff = Backoff::new(FIRST_RETRY, MAX_RETRY);
-    // When this streak of failures was last reported.
-    let mut reported: Option<tokio::time::Instant> = None;
+    let mut reports = FailureReports::default();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(ev) => {
                 backoff.reset();
-                reported = None;
+                reports.worked();
                 on_event(ev);
             }
             Err(e) => {
@@ -65,11 +88,7 @@ pub async fn drive<K, S>(
                 } else {
                     Retry::After(backoff.next_delay())
                 };
-                let report = reported.is_none_or(|at| at.elapsed() >= REMIND_EVERY);
-                if report {
-                    reported = Some(tokio::time::Instant::now());
-                }
-                on_error(&e, retry, report);
+                on_error(&e, retry, reports.failed());
                 if let Retry::After(d) = retry {
                     tokio::time::sleep(d).await;
                 }

@@ -52,11 +52,7 @@ impl Agent {
         strip_ansi(&self.log())
             .lines()
             .filter(|l| l.contains("reconcile pass finished"))
-            .filter(|l| {
-                l.split_whitespace().any(|field| {
-                    field == wanted || field.strip_prefix(wanted.as_str()) == Some(",")
-                })
-            })
+            .filter(|l| l.split_whitespace().any(|field| field == wanted))
             .count()
     }
 

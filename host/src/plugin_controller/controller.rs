@@ -435,58 +435,54 @@ pub async fn run_with(
     let events_ctl = ctl.clone();
     // A failing watch is reported once, then once per minute while it
     // keeps failing (as crate::watch::drive does for the other watches).
-    let mut reported: Option<tokio::time::Instant> = None;
+    let mut reports = crate::watch::FailureReports::default();
     let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
         .default_backoff()
         .inspect(move |ev| {
             if ev.is_ok() {
-                reported = None;
+                reports.worked();
             }
             match ev {
-            Ok(watcher::Event::InitApply(wp)) => listing.push(wp.name_any()),
-            Ok(watcher::Event::Delete(wp)) => {
-                let name = wp.name_any();
-                debug!(wasmplugin = %name, "WasmPlugin deleted");
-                events_ctl.registry.remove(&name);
-                events_ctl
-                    .failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&name);
-                if let Some(uid) = wp.uid() {
-                    events_ctl.events.forget(&uid);
+                Ok(watcher::Event::InitApply(wp)) => listing.push(wp.name_any()),
+                Ok(watcher::Event::Delete(wp)) => {
+                    let name = wp.name_any();
+                    debug!(wasmplugin = %name, "WasmPlugin deleted");
+                    events_ctl.registry.remove(&name);
+                    events_ctl
+                        .failures
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&name);
+                    if let Some(uid) = wp.uid() {
+                        events_ctl.events.forget(&uid);
+                    }
                 }
-            }
-            Ok(watcher::Event::Init) => listing.clear(),
-            Ok(watcher::Event::InitDone) => {
-                // Objects deleted while the watch was down.
-                let names = std::mem::take(&mut listing);
-                events_ctl.registry.retain(|n| names.iter().any(|x| x == n));
-                events_ctl.registry.mark_synced();
-            }
-            Ok(watcher::Event::Apply(_)) => {}
-            Err(e) => {
-                let missing_crd = matches!(
-                    e,
-                    watcher::Error::InitialListFailed(kube::Error::Api(s))
-                        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                        if s.code == 404
-                );
-                let report = reported.is_none_or(|at| at.elapsed() >= crate::watch::REMIND_EVERY);
-                if !report {
-                    debug!(error = %e, "WasmPlugin watch failed again");
-                } else if missing_crd {
-                    warn!(
-                        "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
-                         apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
+                Ok(watcher::Event::Init) => listing.clear(),
+                Ok(watcher::Event::InitDone) => {
+                    // Objects deleted while the watch was down.
+                    let names = std::mem::take(&mut listing);
+                    events_ctl.registry.retain(|n| names.iter().any(|x| x == n));
+                    events_ctl.registry.mark_synced();
+                }
+                Ok(watcher::Event::Apply(_)) => {}
+                Err(e) => {
+                    let missing_crd = matches!(
+                        e,
+                        watcher::Error::InitialListFailed(kube::Error::Api(s))
+                            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+                            if s.code == 404
                     );
-                } else {
-                    warn!(error = %e, "WasmPlugin watch failed; retrying");
+                    if !reports.failed() {
+                        debug!(error = %e, "WasmPlugin watch failed again");
+                    } else if missing_crd {
+                        warn!(
+                            "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
+                             apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
+                        );
+                    } else {
+                        warn!(error = %e, "WasmPlugin watch failed; retrying");
+                    }
                 }
-                if report {
-                    reported = Some(tokio::time::Instant::now());
-                }
-            }
             }
         })
         .applied_objects()

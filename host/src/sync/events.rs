@@ -3,7 +3,7 @@
 //! workspace (the export claims `events`), and what a provider sees on the
 //! PublishedResource: which objects keep failing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
@@ -191,18 +191,59 @@ impl Recorder {
 /// error. The publisher turns a non-empty set into `Ready=False`.
 #[derive(Debug, Default)]
 pub struct Failures {
-    failing: Mutex<BTreeMap<ObjectKey, String>>,
+    failing: Mutex<Failing>,
     /// Woken when the set turns empty or non-empty, so the condition follows
     /// at once instead of at the next periodic pass.
     changed: Arc<Notify>,
 }
 
+#[derive(Debug, Default)]
+struct Failing {
+    errors: BTreeMap<ObjectKey, String>,
+    /// How many failing objects share each cause ([`cause_of`]), kept with
+    /// `errors` so that a failure is classified without a scan of them all
+    /// (an outage fails every object, each retry included).
+    causes: HashMap<String, usize>,
+}
+
+impl Failing {
+    /// Set `key`'s error; the error it had before.
+    fn insert(&mut self, key: &ObjectKey, error: String) -> Option<String> {
+        *self.causes.entry(cause_of(key, &error)).or_default() += 1;
+        let previous = self.errors.insert(key.clone(), error);
+        if let Some(p) = &previous {
+            self.forget_cause(key, p);
+        }
+        previous
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<String> {
+        let previous = self.errors.remove(key)?;
+        self.forget_cause(key, &previous);
+        Some(previous)
+    }
+
+    fn forget_cause(&mut self, key: &ObjectKey, error: &str) {
+        let cause = cause_of(key, error);
+        if let Some(n) = self.causes.get_mut(&cause) {
+            *n -= 1;
+            if *n == 0 {
+                self.causes.remove(&cause);
+            }
+        }
+    }
+}
+
 impl Failures {
     pub fn new(changed: Arc<Notify>) -> Arc<Failures> {
         Arc::new(Failures {
-            failing: Mutex::new(BTreeMap::new()),
+            failing: Mutex::default(),
             changed,
         })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Failing> {
+        self.failing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Record a failure; `true` when it is news worth a log line: the
@@ -210,29 +251,29 @@ impl Failures {
     /// failing object has that cause (during an outage every object fails
     /// the same way: the first says it, the per-minute summary counts them).
     pub fn failed(&self, key: &ObjectKey, error: String) -> bool {
-        let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        let before = headline(&f);
-        let cause = cause_of(key, &error);
-        let known = f.iter().any(|(k, e)| k != key && cause_of(k, e) == cause);
-        let previous = f.insert(key.clone(), error.clone());
-        if headline(&f) != before {
+        let mut f = self.lock();
+        let before = headline(&f.errors);
+        let previous = f.insert(key, error.clone());
+        if headline(&f.errors) != before {
             self.changed.notify_one();
         }
-        previous.is_none_or(|p| p != error) && !known
+        // Only this object has the cause now (counted just above).
+        let alone = f.causes.get(&cause_of(key, &error)) == Some(&1);
+        previous.is_none_or(|p| p != error) && alone
     }
 
     /// Record a success; `true` when the object was failing until now and
     /// few others still are (a line per object then; after an outage the
     /// summary says when nothing fails any more).
     pub fn succeeded(&self, key: &ObjectKey) -> bool {
-        let mut f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        if !f.contains_key(key) {
+        let mut f = self.lock();
+        if !f.errors.contains_key(key) {
             return false;
         }
-        let before = headline(&f);
-        let was_failing = f.len();
+        let before = headline(&f.errors);
+        let was_failing = f.errors.len();
         f.remove(key);
-        if headline(&f) != before {
+        if headline(&f.errors) != before {
             self.changed.notify_one();
         }
         was_failing <= LOG_EACH_RECOVERY_UP_TO
@@ -242,19 +283,16 @@ impl Failures {
     /// own name taken out), largest group first, at most `max` groups:
     /// what a periodic log line summarises.
     pub fn by_cause(&self, max: usize) -> (usize, Vec<(usize, String)>) {
-        let f = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-        let mut groups: BTreeMap<String, usize> = BTreeMap::new();
-        for (key, error) in f.iter() {
-            *groups.entry(cause_of(key, error)).or_default() += 1;
-        }
-        let mut groups: Vec<(usize, String)> = groups.into_iter().map(|(c, n)| (n, c)).collect();
+        let f = self.lock();
+        let mut groups: Vec<(usize, String)> =
+            f.causes.iter().map(|(c, n)| (*n, c.clone())).collect();
         groups.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         groups.truncate(max);
-        (f.len(), groups)
+        (f.errors.len(), groups)
     }
 
     pub fn len(&self) -> usize {
-        self.failing.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().errors.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -264,7 +302,7 @@ impl Failures {
     /// `None` when nothing fails, else a message for the condition: how many
     /// objects fail and the first one's error.
     pub fn summary(&self) -> Option<String> {
-        summary(&self.failing.lock().unwrap_or_else(|e| e.into_inner()))
+        summary(&self.lock().errors)
     }
 }
 

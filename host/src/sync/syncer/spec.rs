@@ -124,16 +124,18 @@ impl SyncContext {
         let (desired, state) = self
             .desired(key, origin, remote, local_json.as_ref())
             .await?;
-        // Refused before any write: a copy whose state cannot be stored
-        // would be rewritten on every pass.
-        if let Some(bytes) = StateStore::too_large(key, &state) {
-            return Err(SyncError::StateTooLarge {
+
+        // Checked before any write (and only then: it encodes the state): a
+        // copy whose state cannot be stored would be rewritten on every pass.
+        let fits = || match StateStore::too_large(key, &state) {
+            Some(bytes) => Err(SyncError::StateTooLarge {
                 key: key.clone(),
                 bytes,
-            });
-        }
-
+            }),
+            None => Ok(()),
+        };
         let (Some(local), Some(local_json)) = (local, local_json) else {
+            fits()?;
             return self.create(key, origin, remote, desired, &state).await;
         };
         let local_ns = local.metadata.namespace.as_deref();
@@ -165,6 +167,7 @@ impl SyncContext {
                     self.convergence.settled(key, Phase::Spec);
                     return Ok(Spec::InSync);
                 }
+                fits()?;
                 guard(&p)?;
                 let patched = local_api
                     .patch(&local_name, &PatchParams::default(), &Patch::Merge(&p))
@@ -183,6 +186,7 @@ impl SyncContext {
             }
             None => {
                 // No usable state: take kcp's content wholesale, merge metadata.
+                fits()?;
                 guard(&state)?;
                 let obj = merged_into_copy(key, local_json, &desired)?;
                 let updated = local_api
