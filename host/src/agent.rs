@@ -98,15 +98,20 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     )
     .await?;
     health.set_standby(false);
+    // One Event recorder for the service cluster: its series aggregation
+    // works across every controller that reports there.
+    let recorder = crate::recorder::for_service(service.clone());
 
     // Joined at shutdown. It ends only on a setup error, which stops the
     // agent (cancel) rather than restarting: the kube-runtime Controller
     // inside retries every WasmPlugin by itself.
     let wasmplugins = tokio::spawn({
         let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
+        let recorder = recorder.clone();
         async move {
             if let Err(e) =
-                crate::plugin_controller::run(service, runtime, registry, cancel.clone()).await
+                crate::plugin_controller::run(service, runtime, registry, recorder, cancel.clone())
+                    .await
             {
                 tracing::error!(error = %e, "WasmPlugin controller failed; shutting down");
                 cancel.cancel();
@@ -136,6 +141,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         service,
         plugins,
         health.clone(),
+        recorder,
     );
     // Joined at shutdown; it supervises what it starts.
     let run = tokio::spawn(publisher.run(cancel.clone()));

@@ -20,7 +20,7 @@ pub mod validation;
 pub mod version;
 
 // Talking to API servers and running controllers: the request stack,
-// leadership, watches, health; supervised loops and the keyed runner
+// leadership, watches, health, Events; supervised loops and the keyed runner
 // (scheduler + workers) every controller uses.
 pub mod client;
 pub mod fence;
@@ -28,6 +28,7 @@ pub mod health;
 pub mod kubeconfig;
 pub mod leader;
 pub mod namespace;
+pub mod recorder;
 pub mod runner;
 pub mod supervise;
 pub mod watch;

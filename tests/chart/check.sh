@@ -164,7 +164,7 @@ expect "sync: RBAC for PublishedResources, WasmPlugins, CRDs, namespaces" "$rbac
   '["publishedresources"]' '["publishedresources/status"]' '["wasmplugins"]' '["wasmplugins/status"]' \
   '["customresourcedefinitions"]' '["namespaces"]'
 expect "sync: state Secrets and Leases in the agent namespace, Events in default" "$rbac" \
-  '["secrets"]' '["get", "list", "watch", "create", "update"]' '["leases"]' 'namespace: default' '["", "events.k8s.io"]'
+  '["secrets"]' '["get", "list", "watch", "create", "update"]' '["leases"]' 'namespace: default' '["events.k8s.io"]'
 refuse "sync: no wildcard RBAC by default" "$rbac" '"*"'
 expect "sync: RBAC bound to the ServiceAccount" "$(doc upstream ClusterRoleBinding; doc upstream RoleBinding)" \
   "name: syncweave" "namespace: syncweave"

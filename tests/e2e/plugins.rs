@@ -74,6 +74,7 @@ async fn setup(test: &str) -> Setup {
         client.clone(),
         runtime.clone(),
         registry.clone(),
+        syncweave::recorder::for_service(client.clone()),
         cancel.clone(),
     ));
     Setup {
@@ -413,6 +414,7 @@ async fn plugins_present_at_startup_are_checked_at_once() {
         client.clone(),
         syncweave::plugin_controller::Checker { runtime, fetch },
         registry.clone(),
+        syncweave::recorder::for_service(client.clone()),
         syncweave::plugin_controller::ControllerConfig {
             resync: Duration::from_secs(600),
             ..Default::default()

@@ -19,23 +19,23 @@ use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Run
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::events::{COMPONENT, EventRecorder, EventType};
 use super::registry::{ReadyPlugin, WasmPluginRegistry};
 use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY};
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
 use crate::plugin_fetch::{FetchContext, PluginRef};
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 
 /// How often every WasmPlugin is checked again even without changes: file
 /// and ConfigMap sources can change under the same spec.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(60);
 pub const DEFAULT_WORKERS: usize = 2;
+/// Field manager of the controller's status writes.
+pub const COMPONENT: &str = "syncweave-wasmplugin-controller";
 
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     pub resync: Duration,
     pub workers: usize,
-    /// `reportingInstance` of Events (the pod or host name).
-    pub instance: String,
 }
 
 impl Default for ControllerConfig {
@@ -43,9 +43,6 @@ impl Default for ControllerConfig {
         ControllerConfig {
             resync: DEFAULT_RESYNC,
             workers: DEFAULT_WORKERS,
-            instance: std::env::var("POD_NAME")
-                .or_else(|_| std::env::var("HOSTNAME"))
-                .unwrap_or_else(|_| "syncweave".into()),
         }
     }
 }
@@ -339,6 +336,7 @@ pub async fn run(
     service: Client,
     runtime: Runtime,
     registry: WasmPluginRegistry,
+    events: Recorder,
     cancel: CancellationToken,
 ) -> Result<(), crate::plugin_fetch::SetupError> {
     let fetch = FetchContext::new(crate::plugin_fetch::FetchOptions::for_runtime(
@@ -349,6 +347,7 @@ pub async fn run(
         service,
         Checker { runtime, fetch },
         registry,
+        events,
         ControllerConfig::default(),
         cancel,
     )
@@ -361,7 +360,7 @@ struct Ctl {
     store: Store<WasmPlugin>,
     checker: Checker,
     registry: WasmPluginRegistry,
-    events: EventRecorder,
+    events: Recorder,
     resync: Duration,
     /// Consecutive transient failures per name, for the retry backoff.
     failures: Mutex<HashMap<String, u32>>,
@@ -410,6 +409,7 @@ pub async fn run_with(
     service: Client,
     checker: Checker,
     registry: WasmPluginRegistry,
+    events: Recorder,
     cfg: ControllerConfig,
     cancel: CancellationToken,
 ) {
@@ -423,7 +423,7 @@ pub async fn run_with(
         store: store.clone(),
         checker,
         registry: registry.clone(),
-        events: EventRecorder::new(service, cfg.instance.clone()),
+        events,
         resync: cfg.resync,
         failures: Mutex::default(),
     });
@@ -453,9 +453,6 @@ pub async fn run_with(
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(&name);
-                    if let Some(uid) = wp.uid() {
-                        events_ctl.events.forget(&uid);
-                    }
                 }
                 Ok(watcher::Event::Init) => listing.clear(),
                 Ok(watcher::Event::InitDone) => {
@@ -529,6 +526,22 @@ pub async fn run_with(
 }
 
 impl Ctl {
+    /// Record an Event on `wp` (in `default`, where `kubectl describe`
+    /// looks for a cluster-scoped object's). Best effort: the status
+    /// condition is the record.
+    async fn event(&self, wp: &WasmPlugin, type_: EventType, reason: &str, message: &str) {
+        let ev = KubeEvent {
+            type_,
+            reason: reason.into(),
+            note: Some(crate::recorder::note(message)),
+            action: "Check".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.events.publish(&ev, &wp.object_ref(&())).await {
+            warn!(wasmplugin = %wp.name_any(), reason, error = %e, "cannot record an Event");
+        }
+    }
+
     /// Check one WasmPlugin; returns whether to retry with backoff.
     async fn reconcile(&self, name: &str) -> bool {
         let Some(wp) = self.store.get(&ObjectRef::new(name)) else {
@@ -585,8 +598,7 @@ impl Ctl {
                     debug!(wasmplugin = name, reason = %f.reason, "WasmPlugin is still not ready");
                 } else {
                     warn!(wasmplugin = name, reason = %f.reason, message = %f.message, "WasmPlugin is not ready");
-                    self.events
-                        .record(&wp, EventType::Warning, &f.reason, &f.message)
+                    self.event(&wp, EventType::Warning, &f.reason, &f.message)
                         .await;
                 }
             }
@@ -603,9 +615,7 @@ impl Ctl {
                         status.digest.as_deref().unwrap_or("?"),
                     );
                     info!(wasmplugin = name, digest = ?status.digest, world = ?status.world, "WasmPlugin is ready");
-                    self.events
-                        .record(&wp, EventType::Normal, "Ready", &msg)
-                        .await;
+                    self.event(&wp, EventType::Normal, "Ready", &msg).await;
                 }
             }
         }

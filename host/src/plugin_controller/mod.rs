@@ -7,14 +7,13 @@
 //! Wiring, in the agent:
 //! ```ignore
 //! let registry = WasmPluginRegistry::new();
-//! tokio::spawn(wasmplugin::run(service.clone(), runtime.clone(), registry.clone(), cancel.clone()));
+//! tokio::spawn(plugin_controller::run(service.clone(), runtime.clone(), registry.clone(), recorder.clone(), cancel.clone()));
 //! let fetch = FetchContext::new(FetchOptions::for_runtime(&runtime, Some(service.clone())))?;
 //! let resolver = PluginResolver::new(runtime, registry, fetch);
 //! let resolved = resolver.resolve_use(&use_, World::Mutator, "spec.mutation.spec[0].wasm").await?;
 //! ```
 
 pub mod controller;
-pub mod events;
 pub mod registry;
 pub mod resolver;
 

@@ -77,6 +77,9 @@ pub struct Publisher {
     settled_inputs: Option<u64>,
     /// The state Secrets, one cache for every sync of this agent.
     state: StateStore,
+    /// Consumers' Events in kcp, one recorder for every sync of this agent
+    /// (its repeat window and backlog bound the agent, not each resource).
+    kcp_events: Arc<crate::sync::events::Recorder>,
     /// Per PublishedResource, what its schema step last resolved and
     /// published, with the inputs it came from ([`Publisher::schema_inputs`]):
     /// a pass woken by another resource's change (a CRD, a PR, a plugin)
@@ -91,12 +94,13 @@ impl Publisher {
         service: Client,
         plugins: PluginHost,
         health: Arc<Health>,
+        events: Recorder,
     ) -> Self {
         let state = StateStore::new(service.clone(), &cfg.namespace);
         Publisher {
             health,
             wake: Arc::new(Notify::new()),
-            events: Recorder::new(service.clone(), "syncweave".into()),
+            events,
             cfg,
             kcp,
             service,
@@ -106,6 +110,7 @@ impl Publisher {
             crds: Default::default(),
             settled_inputs: None,
             state,
+            kcp_events: Default::default(),
             resolved: HashMap::new(),
         }
     }
@@ -139,6 +144,9 @@ impl Publisher {
                 move || feed_crd_index(crds.clone(), index.clone(), wake.clone()),
             ));
         }
+        // The recorder owns its queue's receiver: it runs once, for the life
+        // of the publisher (it has no fallible step to supervise).
+        watches.spawn(self.kcp_events.clone().run());
         {
             let state = self.state.clone();
             watches.spawn(crate::supervise::supervised(
@@ -641,7 +649,7 @@ impl Publisher {
             related_kinds: Default::default(),
             related_caches: Default::default(),
             convergence: Default::default(),
-            recorder: Default::default(),
+            recorder: self.kcp_events.clone(),
             resync: self.cfg.resync,
             in_sync: Default::default(),
         };
@@ -718,7 +726,7 @@ impl Publisher {
             let ev = Event {
                 type_: EventType::Warning,
                 reason: reason.to_string(),
-                note: Some(message.chars().take(1000).collect()),
+                note: Some(crate::recorder::note(message)),
                 action: "Reconcile".into(),
                 secondary: None,
             };

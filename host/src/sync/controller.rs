@@ -51,10 +51,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
 
     let pr = ctx.published_resource.clone();
     let mut tasks = JoinSet::new();
-    // The Event recorder owns its queue's receiver: it runs once, and
-    // ends only when the sync stops (it has no fallible step to supervise).
-    tasks.spawn(ctx.recorder.clone().run());
-    // Every other loop is supervised (crate::supervise): one that panics or
+    // Every loop is supervised (crate::supervise): one that panics or
     // ends is restarted, so a cache or a queue cannot die silently.
     {
         let ctx = ctx.clone();

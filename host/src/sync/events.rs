@@ -96,7 +96,8 @@ const BACKLOG: usize = 1024;
 /// Distinct recent Events remembered for de-duplication.
 const REMEMBERED: usize = 10_000;
 
-/// Posts one PublishedResource's Events: the same Event (object, reason,
+/// Posts the agent's Events about consumers' objects (one recorder for every
+/// PublishedResource): the same Event (object, reason,
 /// message) is posted once per [`REPEAT_WINDOW`], through one bounded queue
 /// and one task, so 10 000 failing objects retried every 30 s cost 10 000
 /// Events per window, not 20 000 a minute, and no task per Event.
@@ -175,7 +176,7 @@ impl Recorder {
     }
 
     /// Post queued Events until the recorder is dropped; run once, by the
-    /// sync controller's supervisor.
+    /// publisher, for the life of the agent.
     pub async fn run(self: std::sync::Arc<Self>) {
         let Some(mut rx) = self.rx.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
