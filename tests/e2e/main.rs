@@ -14,6 +14,7 @@ mod init;
 mod legacy;
 mod mutation;
 mod ops;
+mod outages;
 mod parity;
 mod plugins;
 mod related;

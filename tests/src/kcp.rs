@@ -22,7 +22,17 @@ pub struct Kcp {
     pub audit_log: Option<PathBuf>,
     /// `https://127.0.0.1:<port>` (no path).
     pub base_url: String,
-    admin_kubeconfig: Kubeconfig,
+    /// Re-read when kcp restarts.
+    admin_kubeconfig: std::sync::RwLock<Kubeconfig>,
+    /// How to stop and start this kcp again (a test's own kcp only).
+    process: Option<KcpProcess>,
+}
+
+/// The process of a kcp that a test may stop, freeze and start again.
+struct KcpProcess {
+    cmd: Vec<std::ffi::OsString>,
+    pid: std::sync::atomic::AtomicU32,
+    kubeconfig: PathBuf,
 }
 
 /// A workspace created for a test.
@@ -202,15 +212,36 @@ pub(crate) fn free_port() -> Result<u16> {
 }
 
 fn start() -> Result<Kcp> {
-    let bin = kcp_binary()?;
     let runs = repo_root().join("target/e2e-kcp");
     remove_stale_runs(&runs);
-    let root_dir = runs.join(std::process::id().to_string());
+    start_at(runs.join(std::process::id().to_string()))
+}
+
+/// A kcp of the calling test's own, under `target/e2e-kcp-own/<pid>/<name>`,
+/// that the test may kill, freeze and start again on the same data
+/// ([`Kcp::kill`], [`Kcp::restart`], [`Kcp::pause`]). It lives as long as the
+/// test process. Call it from a test's runtime: start-up runs on a thread.
+pub async fn own_kcp(name: &str) -> &'static Kcp {
+    let name = name.to_string();
+    let kcp = tokio::task::spawn_blocking(move || {
+        let runs = repo_root().join("target/e2e-kcp-own");
+        static CLEANED: std::sync::Once = std::sync::Once::new();
+        CLEANED.call_once(|| remove_stale_runs(&runs));
+        start_at(runs.join(std::process::id().to_string()).join(name))
+    })
+    .await
+    .expect("kcp start-up thread")
+    .unwrap_or_else(|e| panic!("cannot start a kcp for this test: {e:#}"));
+    Box::leak(Box::new(kcp))
+}
+
+fn start_at(root_dir: PathBuf) -> Result<Kcp> {
+    let bin = kcp_binary()?;
     let _ = std::fs::remove_dir_all(&root_dir);
     std::fs::create_dir_all(&root_dir)?;
     let (port, etcd_client, etcd_peer) = (free_port()?, free_port()?, free_port()?);
     let log_file = root_dir.join("kcp.log");
-    let log = std::fs::File::create(&log_file)?;
+    std::fs::File::create(&log_file)?;
     let tokens = root_dir.join("tokens.csv");
     std::fs::write(
         &tokens,
@@ -223,21 +254,23 @@ fn start() -> Result<Kcp> {
     let audit_log = root_dir.join("audit.log");
     let audit_policy = root_dir.join("audit-policy.yaml");
     std::fs::write(&audit_policy, crate::service::AUDIT_POLICY)?;
-    let mut cmd = Command::new(&bin);
-    cmd.args(["start", "--bind-address", "127.0.0.1"])
-        .arg("--root-directory")
-        .arg(root_dir.join("data"))
-        .arg(format!("--secure-port={port}"))
-        .arg(format!("--embedded-etcd-client-port={etcd_client}"))
-        .arg(format!("--embedded-etcd-peer-port={etcd_peer}"))
-        .arg("--token-auth-file")
-        .arg(&tokens)
-        .arg(format!("--audit-log-path={}", audit_log.display()))
-        .arg(format!("--audit-policy-file={}", audit_policy.display()))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    spawn_owned(cmd).with_context(|| format!("starting {}", bin.display()))?;
+    let arg = |s: String| std::ffi::OsString::from(s);
+    let cmd = vec![
+        bin.into_os_string(),
+        arg("start".into()),
+        arg("--bind-address=127.0.0.1".into()),
+        arg(format!(
+            "--root-directory={}",
+            root_dir.join("data").display()
+        )),
+        arg(format!("--secure-port={port}")),
+        arg(format!("--embedded-etcd-client-port={etcd_client}")),
+        arg(format!("--embedded-etcd-peer-port={etcd_peer}")),
+        arg(format!("--token-auth-file={}", tokens.display())),
+        arg(format!("--audit-log-path={}", audit_log.display())),
+        arg(format!("--audit-policy-file={}", audit_policy.display())),
+    ];
+    let pid = spawn_kcp(&cmd, &log_file)?;
 
     let kubeconfig_path = root_dir.join("data/admin.kubeconfig");
     let mut kcp = wait_ready(
@@ -247,7 +280,26 @@ fn start() -> Result<Kcp> {
         format!("https://127.0.0.1:{port}"),
     )?;
     kcp.audit_log = Some(audit_log);
+    kcp.process = Some(KcpProcess {
+        cmd,
+        pid: pid.into(),
+        kubeconfig: kubeconfig_path,
+    });
     Ok(kcp)
+}
+
+fn spawn_kcp(cmd: &[std::ffi::OsString], log_file: &Path) -> Result<u32> {
+    // Appends, so a restart keeps the log of the first run.
+    let log = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log_file)?;
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    spawn_owned(c).with_context(|| format!("starting {}", cmd[0].to_string_lossy()))
 }
 
 /// Wait until the kcp whose admin kubeconfig is at `kubeconfig_path` serves
@@ -281,7 +333,8 @@ fn wait_ready(
             log_file: log_file.clone(),
             audit_log: None,
             base_url: base_url.clone(),
-            admin_kubeconfig: kc,
+            admin_kubeconfig: std::sync::RwLock::new(kc),
+            process: None,
         };
         let ready = rt.block_on(async {
             let client = k.client("root").await?;
@@ -394,10 +447,73 @@ pub(crate) fn tail(path: &Path, n: usize) -> String {
 }
 
 impl Kcp {
+    fn admin_kubeconfig(&self) -> Kubeconfig {
+        self.admin_kubeconfig
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn process(&self) -> &KcpProcess {
+        self.process
+            .as_ref()
+            .expect("only a test's own kcp (own_kcp) can be stopped and started")
+    }
+
+    fn signal(&self, signal: libc::c_int) -> i32 {
+        let pid = self.process().pid.load(std::sync::atomic::Ordering::SeqCst) as i32;
+        unsafe {
+            libc::kill(pid, signal);
+        }
+        pid
+    }
+
+    /// Kill kcp (SIGKILL) as a crash would; its data stays for [`Kcp::restart`].
+    pub fn kill(&self) {
+        self.signal(libc::SIGCONT);
+        let pid = self.signal(libc::SIGKILL);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Freeze kcp (SIGSTOP): connections hang as when it is unreachable.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Undo [`Kcp::pause`].
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Start kcp again after [`Kcp::kill`] on the same data, ports and
+    /// certificates, and wait until it serves workspaces.
+    pub async fn restart(&'static self) -> Result<()> {
+        let p = self.process();
+        let pid = spawn_kcp(&p.cmd, &self.log_file)?;
+        p.pid.store(pid, std::sync::atomic::Ordering::SeqCst);
+        let fresh = tokio::task::spawn_blocking(move || {
+            wait_ready(
+                self.root_dir.clone(),
+                self.log_file.clone(),
+                &self.process().kubeconfig,
+                self.base_url.clone(),
+            )
+        })
+        .await??;
+        *self
+            .admin_kubeconfig
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = fresh.admin_kubeconfig();
+        Ok(())
+    }
+
     /// kube Config for a workspace path (or logical-cluster name), e.g. `root:org:ws`.
     pub async fn config(&self, workspace: &str) -> Result<Config> {
         let mut cfg = Config::from_custom_kubeconfig(
-            self.admin_kubeconfig.clone(),
+            self.admin_kubeconfig(),
             &KubeConfigOptions {
                 context: Some("root".into()),
                 ..Default::default()
@@ -414,7 +530,7 @@ impl Kcp {
 
     /// Write a kubeconfig whose server points at `workspace`, for the agent.
     pub fn write_kubeconfig(&self, workspace: &str, path: &Path) -> Result<()> {
-        let mut kc = self.admin_kubeconfig.clone();
+        let mut kc = self.admin_kubeconfig();
         let server = format!("{}/clusters/{workspace}", self.base_url);
         for c in &mut kc.clusters {
             if let Some(cluster) = c.cluster.as_mut() {
@@ -435,7 +551,7 @@ impl Kcp {
         token: &str,
         path: &Path,
     ) -> Result<()> {
-        let mut kc = self.admin_kubeconfig.clone();
+        let mut kc = self.admin_kubeconfig();
         let server = format!("{}/clusters/{workspace}", self.base_url);
         for c in &mut kc.clusters {
             if let Some(cluster) = c.cluster.as_mut() {

@@ -17,7 +17,7 @@ pub use self::env::Env;
 pub use agent::Agent;
 pub use kcp::{
     AGENT_KCP_TOKEN, AGENT_KCP_USER, Kcp, LIMITED_KCP_TOKEN, LIMITED_KCP_USER, ROOT_SHARD_REGION,
-    SHARD_1_REGION, Workspace, kcp, sharded_kcp,
+    SHARD_1_REGION, Workspace, kcp, own_kcp, sharded_kcp,
 };
 pub use libc;
 pub use resources::*;

@@ -32,6 +32,8 @@ pub struct ServiceCluster {
     pub ca_pem: Vec<u8>,
     pids: Vec<u32>,
     log_file: PathBuf,
+    /// kube-apiserver's command line, to start it again on the same etcd.
+    apiserver: Vec<std::ffi::OsString>,
     /// The API server's audit log (JSON lines): every write, at Metadata level.
     pub audit_log: PathBuf,
 }
@@ -61,6 +63,7 @@ impl ServiceCluster {
             url: String::new(),
             ca_pem: Vec::new(),
             pids: Vec::new(),
+            apiserver: Vec::new(),
             audit_log: dir.join("audit.log"),
             dir: dir.clone(),
         };
@@ -110,54 +113,71 @@ impl ServiceCluster {
         let audit_policy = dir.join("audit-policy.yaml");
         std::fs::write(&audit_policy, AUDIT_POLICY)?;
         let port = free_port()?;
-        let log = std::fs::File::create(&sc.log_file)?;
-        let mut apiserver = Command::new(&apiserver_bin);
-        apiserver
-            .arg(format!("--etcd-servers=http://127.0.0.1:{client_port}"))
-            .args(["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1"])
-            .arg(format!("--secure-port={port}"))
-            .arg("--cert-dir")
-            .arg(dir.join("certs"))
-            .arg("--token-auth-file")
-            .arg(&tokens)
-            .args([
-                "--authorization-mode=RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                // Without it v1.37 exits on loopback ("may not be in the loopback range").
-                "--endpoint-reconciler-type=none",
-                "--v=1",
-            ])
-            .arg(format!("--audit-log-path={}", sc.audit_log.display()))
-            .arg(format!("--audit-policy-file={}", audit_policy.display()))
-            .arg("--service-account-key-file")
-            .arg(&key)
-            .arg("--service-account-signing-key-file")
-            .arg(&key)
+        std::fs::File::create(&sc.log_file)?;
+        let mut apiserver: Vec<std::ffi::OsString> = vec![apiserver_bin.into()];
+        let arg = |s: String| std::ffi::OsString::from(s);
+        apiserver.extend([
+            arg(format!("--etcd-servers=http://127.0.0.1:{client_port}")),
+            arg("--bind-address=127.0.0.1".into()),
+            arg("--advertise-address=127.0.0.1".into()),
+            arg(format!("--secure-port={port}")),
+            arg(format!("--cert-dir={}", dir.join("certs").display())),
+            arg(format!("--token-auth-file={}", tokens.display())),
+            arg("--authorization-mode=RBAC".into()),
+            arg("--service-account-issuer=https://kubernetes.default.svc".into()),
+            arg("--service-cluster-ip-range=10.0.0.0/24".into()),
+            arg("--allow-privileged=true".into()),
+            // Without it v1.37 exits on loopback ("may not be in the loopback range").
+            arg("--endpoint-reconciler-type=none".into()),
+            arg("--v=1".into()),
+            arg(format!("--audit-log-path={}", sc.audit_log.display())),
+            arg(format!("--audit-policy-file={}", audit_policy.display())),
+            arg(format!("--service-account-key-file={}", key.display())),
+            arg(format!(
+                "--service-account-signing-key-file={}",
+                key.display()
+            )),
+        ]);
+        sc.apiserver = apiserver;
+        let pid = sc.spawn_apiserver()?;
+        sc.pids.push(pid);
+        sc.url = format!("https://127.0.0.1:{port}");
+        sc.wait_ready(Duration::from_secs(120)).await?;
+        Ok(sc)
+    }
+
+    fn spawn_apiserver(&self) -> Result<u32> {
+        // Appends, so a restart keeps the log of the first run.
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&self.log_file)?;
+        let mut cmd = Command::new(&self.apiserver[0]);
+        cmd.args(&self.apiserver[1..])
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
-        sc.pids
-            .push(spawn_owned(apiserver).context("starting kube-apiserver")?);
-        sc.url = format!("https://127.0.0.1:{port}");
+        spawn_owned(cmd).context("starting kube-apiserver")
+    }
 
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let cert = dir.join("certs/apiserver.crt");
+    /// Wait until the API server answers `/readyz` and serves `default`.
+    async fn wait_ready(&mut self, within: Duration) -> Result<()> {
+        let deadline = Instant::now() + within;
+        let cert = self.dir.join("certs/apiserver.crt");
         loop {
             if Instant::now() > deadline {
                 bail!(
-                    "kube-apiserver did not become ready within 120s; last log lines:\n{}\netcd:\n{}",
-                    tail(&sc.log_file, 30),
-                    tail(&dir.join("etcd.log"), 10)
+                    "kube-apiserver did not become ready within {within:?}; last log lines:\n{}\netcd:\n{}",
+                    tail(&self.log_file, 30),
+                    tail(&self.dir.join("etcd.log"), 10)
                 );
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
             let Ok(pem) = std::fs::read(&cert) else {
                 continue;
             };
-            sc.ca_pem = pem;
-            let Ok(client) = sc.admin_client().await else {
+            self.ca_pem = pem;
+            let Ok(client) = self.admin_client().await else {
                 continue;
             };
             let req = http::Request::get("/readyz").body(vec![])?;
@@ -167,9 +187,32 @@ impl ServiceCluster {
             // The bootstrap controller creates `default` shortly after readyz.
             let ns: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);
             if ns.get("default").await.is_ok() {
-                return Ok(sc);
+                return Ok(());
             }
         }
+    }
+
+    /// Kill the API server (SIGKILL), leaving etcd and its data: the cluster
+    /// is down as when its control plane crashed.
+    pub fn kill_apiserver(&self) {
+        let pid = self.pids[1] as i32;
+        unsafe {
+            libc::kill(pid, libc::SIGCONT);
+            libc::kill(pid, libc::SIGKILL);
+        }
+        // Gone once /proc no longer lists it (its parent thread reaps it).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the API server again after [`ServiceCluster::kill_apiserver`],
+    /// same port, certificates and etcd, and wait until it is ready.
+    pub async fn restart_apiserver(&mut self) -> Result<()> {
+        let pid = self.spawn_apiserver()?;
+        self.pids[1] = pid;
+        self.wait_ready(Duration::from_secs(120)).await
     }
 
     /// A kubeconfig for this cluster that authenticates with `token`.
