@@ -77,12 +77,16 @@ async fn readyz(port: u16) -> Option<u16> {
     http_get(port, "/readyz").await.ok().map(|(code, _)| code)
 }
 
-/// Poll `/readyz` until it is not 200, for at most `within`; how long that
-/// took, if it happened.
-async fn becomes_unready(port: u16, within: Duration) -> Option<Duration> {
+/// Poll `/readyz` until it is not 200 and names the failing `check`
+/// (`kcp` or `service-cluster`), for at most `within`; how long that took,
+/// if it happened.
+async fn becomes_unready(port: u16, check: &str, within: Duration) -> Option<Duration> {
     let start = Instant::now();
     while start.elapsed() < within {
-        if readyz(port).await.is_some_and(|c| c != 200) {
+        if let Ok((code, body)) = http_get(port, "/readyz").await
+            && code != 200
+            && body.contains(&format!("[-]{check} failed"))
+        {
             return Some(start.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -313,7 +317,7 @@ async fn outage_mid_sync(fault: Fault) {
     let unready = match fault {
         Fault::KillService => {
             env.service.kill_apiserver();
-            let seen = becomes_unready(health, Duration::from_secs(10)).await;
+            let seen = becomes_unready(health, "service-cluster", Duration::from_secs(10)).await;
             tokio::time::sleep(Duration::from_secs(10).saturating_sub(fault_started.elapsed()))
                 .await;
             env.service.restart_apiserver().await.unwrap();
@@ -321,21 +325,21 @@ async fn outage_mid_sync(fault: Fault) {
         }
         Fault::FreezeService => {
             env.service.pause();
-            let seen = becomes_unready(health, s.freeze).await;
+            let seen = becomes_unready(health, "service-cluster", s.freeze).await;
             tokio::time::sleep(s.freeze.saturating_sub(fault_started.elapsed())).await;
             env.service.resume();
             seen
         }
         Fault::FreezeKcp => {
             kcp.pause();
-            let seen = becomes_unready(health, s.freeze).await;
+            let seen = becomes_unready(health, "kcp", s.freeze).await;
             tokio::time::sleep(s.freeze.saturating_sub(fault_started.elapsed())).await;
             kcp.resume();
             seen
         }
         Fault::RestartKcp => {
             kcp.kill();
-            let seen = becomes_unready(health, Duration::from_secs(20)).await;
+            let seen = becomes_unready(health, "kcp", Duration::from_secs(20)).await;
             kcp.restart().await.unwrap();
             seen
         }
