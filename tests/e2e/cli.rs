@@ -123,3 +123,41 @@ fn builtin_plugins_are_embedded_in_the_binary() {
         "{err}"
     );
 }
+
+/// `syncweave plugin bench` on a Rust example plugin: figures for it and for
+/// the built-in of the same kind, each from real calls (the example's own
+/// worked example as input), the cached load served from the cache.
+#[test]
+fn plugin_bench_measures_a_plugin_beside_the_builtin() {
+    let plugin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/plugins/rust-mutator.wasm");
+    assert!(
+        plugin.exists(),
+        "{} not built: run tests/run.sh (or examples/build.sh)",
+        plugin.display()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
+        .args(["plugin", "bench"])
+        .arg(&plugin)
+        .args(["--calls", "20", "--json"])
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "plugin bench: {stderr}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0]["plugin"], "rust-mutator", "{rows:?}");
+    assert_eq!(rows[1]["plugin"], "built-in mutation", "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["world"], "mutator", "{r}");
+        assert_eq!(r["calls"], 20, "{r}");
+        assert_eq!(r["cached_from_disk"], true, "{r}");
+        assert!(r["calls_per_second"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(
+            r["p50_us"].as_f64().unwrap() <= r["p99_us"].as_f64().unwrap(),
+            "{r}"
+        );
+        assert!(r["peak_guest_memory_bytes"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["input"].as_str().unwrap().starts_with("example "), "{r}");
+    }
+}

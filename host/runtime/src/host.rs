@@ -32,6 +32,11 @@ impl Limiter {
             refused_at: None,
         }
     }
+
+    /// The most memory the instance has held (it never shrinks).
+    pub fn memory_used(&self) -> usize {
+        self.memory_used
+    }
 }
 
 impl ResourceLimiter for Limiter {

@@ -143,6 +143,8 @@ pub struct Plugin {
     limits: Limits,
     compiled: Arc<Compiled>,
     epoch_ticks: u64,
+    /// The most linear memory one call's instance has held.
+    peak_memory: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -173,7 +175,14 @@ impl Plugin {
             limits,
             compiled,
             epoch_ticks: ticks,
+            peak_memory: Default::default(),
         }
+    }
+
+    /// The most memory (all of its linear memories together) any one call's
+    /// instance of this plugin has held so far, in bytes.
+    pub fn peak_memory_bytes(&self) -> usize {
+        self.peak_memory.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn name(&self) -> &str {
@@ -511,6 +520,10 @@ impl Plugin {
         let data = store.data_mut();
         let stdio = data.stdio.take();
         data.log.finish(stdio.as_ref());
+        self.peak_memory.fetch_max(
+            data.limiter.memory_used(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         result.map_err(|e| self.classify(e, store.data()))
     }
 

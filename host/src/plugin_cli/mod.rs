@@ -1,4 +1,6 @@
-//! `syncweave plugin …`: build, inspect and test Wasm plugins locally.
+//! `syncweave plugin …`: build, inspect, test and benchmark Wasm plugins
+//! locally.
+mod bench;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -45,6 +47,9 @@ pub enum PluginCommand {
     /// Run a plugin locally on an input and print the result JSON (or the
     /// classified failure, with a non-zero exit code).
     Test(TestArgs),
+    /// Measure a plugin beside the built-in of the same kind: compile and
+    /// cached-load time, calls/s, p50/p99 per call, peak guest memory.
+    Bench(bench::BenchArgs),
 }
 
 /// How `plugin inspect|test` fetch a reference (the agent's own fetcher and
@@ -72,7 +77,7 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             timeout: Duration::from_millis(self.timeout_ms),
             memory_bytes: self.memory_mib << 20,
@@ -146,6 +151,8 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
             // Guest calls are blocking CPU work.
             tokio::task::spawn_blocking(move || inspect(&plugin, json)).await?
         }
+        // No guest log lines: they would drown the figures.
+        PluginCommand::Bench(args) => bench::run(args).await,
         PluginCommand::Test(args) => {
             init_logging();
             let (_rt, plugin) = load(&args.reference, &args.source, &args.limits).await?;
@@ -313,7 +320,7 @@ fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
 }
 
 /// Read a JSON or YAML document (`-` = stdin) and return it as JSON text.
-fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
+pub(crate) fn read_document(path: &Path, what: &str) -> anyhow::Result<String> {
     let text = if path == Path::new("-") {
         std::io::read_to_string(std::io::stdin()).context("reading stdin")?
     } else {
