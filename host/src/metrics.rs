@@ -63,6 +63,13 @@ pub struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatchLabels {
+    /// `gone` (410: the watch relists at once) or `error` (retried with
+    /// backoff).
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TaskLabels {
     /// The supervised loop (`sync-workers`, `kcp-watch`, `init-target`, …).
     pub task: &'static str,
@@ -101,6 +108,7 @@ pub struct Metrics {
     pub tasks: Gauge<i64, AtomicI64>,
     /// Supervised loops restarted after a panic or an unexpected end.
     pub task_restarts: Family<TaskLabels, Counter>,
+    pub watch_failures: Family<WatchLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -108,7 +116,9 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 16))
 }
 
-pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(new_metrics);
+
+fn new_metrics() -> Metrics {
     let mut registry = Registry::default();
     let published_resources = Gauge::<i64, AtomicI64>::default();
     registry.register(
@@ -209,10 +219,17 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "Supervised loops restarted, by loop and reason (panic or ended); any increase is a bug to report",
         task_restarts.clone(),
     );
+    let watch_failures = Family::<WatchLabels, Counter>::default();
+    registry.register(
+        "syncweave_watch_failures",
+        "Lists and watches that failed and were started again: gone (410, relisted at once) or error (retried with backoff)",
+        watch_failures.clone(),
+    );
     Metrics {
         registry,
         tasks,
         task_restarts,
+        watch_failures,
         components_resident,
         rate_limiter_wait,
         fenced_writes,
@@ -228,7 +245,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         component_loads,
         api_requests,
     }
-});
+}
 
 /// The verb of a request to a Kubernetes-style API server.
 fn verb(req: &http::Request<kube::client::Body>) -> &'static str {
@@ -438,6 +455,122 @@ mod tests {
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
+    }
+
+    /// Every metric the chart's alerts and dashboard query is one the agent
+    /// exports (by its exposition name: counters end in `_total`,
+    /// histograms are read through `_bucket`, `_sum` and `_count`).
+    #[test]
+    fn the_chart_names_only_exported_metrics() {
+        // A registry of its own, with a series in every family (an empty
+        // family is not exposed at all).
+        let m = new_metrics();
+        let pr = PrLabels {
+            published_resource: "p".into(),
+        };
+        m.reconciles
+            .get_or_create(&ReconcileLabels {
+                published_resource: "p".into(),
+                result: "success",
+            })
+            .inc();
+        m.init_reconciles
+            .get_or_create(&InitLabels {
+                init_target: "i".into(),
+                result: "success",
+            })
+            .inc();
+        m.reconcile_seconds.get_or_create(&pr).observe(0.1);
+        m.queue_depth.get_or_create(&pr).set(1);
+        m.objects_failing.get_or_create(&pr).set(1);
+        m.plugin_calls
+            .get_or_create(&PluginCallLabels {
+                plugin: "x".into(),
+                result: "ok".into(),
+            })
+            .inc();
+        m.plugin_call_seconds
+            .get_or_create(&PluginLabels { plugin: "x".into() })
+            .observe(0.1);
+        m.api_requests
+            .get_or_create(&ApiRequestLabels {
+                server: "kcp",
+                verb: "get",
+            })
+            .inc();
+        m.rate_limiter_wait
+            .get_or_create(&ServerLabels { server: "kcp" })
+            .inc_by(0.1);
+        m.task_restarts
+            .get_or_create(&TaskLabels {
+                task: "t",
+                reason: "panic",
+            })
+            .inc();
+        m.watch_failures
+            .get_or_create(&WatchLabels { reason: "gone" })
+            .inc();
+        let text = m.render(Some(RuntimeStats::default()));
+        let mut exported = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("# TYPE ") else {
+                continue;
+            };
+            let mut parts = rest.split_whitespace();
+            let (Some(name), Some(kind)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            match kind {
+                "counter" => {
+                    exported.insert(format!("{}_total", name.trim_end_matches("_total")));
+                }
+                "histogram" => {
+                    for suffix in ["_bucket", "_sum", "_count"] {
+                        exported.insert(format!("{name}{suffix}"));
+                    }
+                }
+                _ => {
+                    exported.insert(name.to_string());
+                }
+            }
+        }
+        assert!(
+            exported.contains("syncweave_watch_failures_total"),
+            "{exported:?}"
+        );
+        let chart =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../charts/syncweave/files");
+        let mut checked = 0;
+        for file in ["alerts.yaml", "dashboard.json"] {
+            let body = std::fs::read_to_string(chart.join(file)).expect("chart file");
+            let mut names = std::collections::BTreeSet::new();
+            for (i, _) in body
+                .match_indices("syncweave_")
+                .chain(body.match_indices("sync_agent_"))
+            {
+                if body[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                {
+                    continue;
+                }
+                let name: String = body[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+            assert!(!names.is_empty(), "{file} names no metric");
+            for n in &names {
+                assert!(
+                    exported.contains(n),
+                    "{file} queries {n}, which the agent does not export; it exports {exported:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= 10,
+            "only {checked} metric names found in the chart"
+        );
     }
 
     #[test]

@@ -88,6 +88,14 @@ pub async fn drive<K, S>(
                 } else {
                     Retry::After(backoff.next_delay())
                 };
+                let reason = match retry {
+                    Retry::Relist => "gone",
+                    Retry::After(_) => "error",
+                };
+                crate::metrics::METRICS
+                    .watch_failures
+                    .get_or_create(&crate::metrics::WatchLabels { reason })
+                    .inc();
                 on_error(&e, retry, reports.failed());
                 if let Retry::After(d) = retry {
                     tokio::time::sleep(d).await;
