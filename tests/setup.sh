@@ -6,7 +6,8 @@
 #     and what a two-shard kcp needs (front proxy, cache server, kcp's
 #     sharded-test-server)
 #   - the service cluster: kube-apiserver + kubectl (tests/kube) and etcd
-#     (tests/etcd), and helm (tests/helm), each built from Go modules
+#     (tests/etcd), helm (tests/helm) and promtool (tests/promtool, to check
+#     the chart's alerting rules), each built from Go modules
 # Every binary is cached under $SYNCWEAVE_TOOLS_DIR (default ~/.cache/syncweave)
 # by a stamp of its wrapper module, and linked there under its plain name.
 # Fast (well under a second) when everything is already present.
@@ -61,6 +62,7 @@ go_tool() {
 k8s_ldflags="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 go_tool etcd etcd go.etcd.io/etcd/server/v3
 go_tool helm helm helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=v3.22.0"
+go_tool promtool promtool github.com/prometheus/prometheus/cmd/promtool
 go_tool kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 go_tool kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
 

@@ -226,6 +226,39 @@ refuse "init: no RBAC or CRDs on the hosting cluster (the init agent uses only k
   "kind: ClusterRole" "kind: Role" "kind: CustomResourceDefinition"
 expect "init: its own ServiceAccount" "$(doc init ServiceAccount)" "name: syncweave"
 
+# --- monitoring ----------------------------------------------------------------------
+render plain "${upstream[@]}" || not_ok "monitoring: render with defaults" "$(cat "$work/plain.err")"
+refuse "monitoring: off by default" "$(cat "$work/plain.yaml")" "kind: ServiceMonitor" "kind: PrometheusRule" \
+  "grafana_dashboard"
+if render monitoring "${upstream[@]}" --set monitoring.serviceMonitor.enabled=true \
+  --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true \
+  --set 'monitoring.serviceMonitor.labels.release=prom'; then
+  expect "monitoring: a Service for /metrics and a ServiceMonitor scraping it" \
+    "$(doc monitoring Service; doc monitoring ServiceMonitor)" "name: syncweave-metrics" "targetPort: metrics" \
+    "port: 8085" "- port: metrics" "path: /metrics" "release: prom" "app.kubernetes.io/component: sync"
+  expect "monitoring: a PrometheusRule with the alerts of files/alerts.yaml" "$(doc monitoring PrometheusRule)" \
+    "alert: SyncweaveObjectsFailing" "alert: SyncweaveQueueGrowing" "alert: SyncweavePluginFailures" \
+    "alert: SyncweaveLeaderFlapping" "alert: SyncweaveNoLeader" "alert: SyncweaveWatchRestarts" \
+    "alert: SyncweaveTaskRestarts"
+  expect "monitoring: the dashboard in a ConfigMap for Grafana's sidecar" "$(doc monitoring ConfigMap)" \
+    'grafana_dashboard: "1"' '"uid": "syncweave-agent"'
+else
+  not_ok "monitoring: render with everything on" "$(cat "$work/monitoring.err")"
+fi
+must_fail "bad values: a ServiceMonitor without metrics" nometrics \
+  "monitoring.serviceMonitor.enabled needs metricsPort" "${upstream[@]}" \
+  --set monitoring.serviceMonitor.enabled=true --set metricsPort=0
+promtool=${PROMTOOL:-${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/promtool}
+if ! [ -x "$promtool" ]; then
+  not_ok "monitoring: promtool checks the alerting rules" "no promtool at $promtool: run tests/setup.sh"
+elif out=$("$promtool" check rules "$chart/files/alerts.yaml" 2>&1); then
+  ok "monitoring: promtool checks the alerting rules ($(grep -o 'SUCCESS: [0-9]* rules found' <<<"$out"))"
+else
+  not_ok "monitoring: promtool checks the alerting rules" "$out"
+fi
+# The queries' metric names against what the agent exports: unit test
+# metrics::tests::the_chart_names_only_exported_metrics (host/src/metrics.rs).
+
 # --- refused values ----------------------------------------------------------------
 must_fail "bad values: missing-slice-values.yaml fails naming apiExportEndpointSliceName" missing \
   "apiExportEndpointSliceName is required for role=sync" --values "$here/missing-slice-values.yaml"
