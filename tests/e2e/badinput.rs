@@ -241,3 +241,80 @@ async fn metadata_at_the_limits_syncs_or_is_refused_clearly() {
     env.wait_for_ready("publish-crontabs", "True", "Syncing")
         .await;
 }
+
+/// PublishedResources that cannot work are refused with a condition naming
+/// the field, while a healthy one keeps syncing: one whose kind the service
+/// cluster does not serve, and one that publishes the same resource as an
+/// older one (two syncs of one resource would fight over every object, and
+/// the APIExport lists it once). Given its own group, the second publishes
+/// and syncs too.
+#[tokio::test(flavor = "multi_thread")]
+async fn unworkable_published_resources_are_refused_naming_the_field() {
+    let env = Env::start("bad-prs", crate::binary()).await;
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    env.wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-missing}\nspec:\n  resource: {apiGroup: example.com, kind: NoSuchKind, versions: [v1]}\n",
+    )
+    .await;
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-crontabs-again}\nspec:\n  resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}\n",
+    )
+    .await;
+
+    let missing = env
+        .wait_for_ready("publish-missing", "False", "InvalidResource")
+        .await;
+    let message = missing["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spec.resource"), "{message}");
+    assert!(message.contains("NoSuchKind"), "{message}");
+
+    let conflict = env
+        .wait_for_ready("publish-crontabs-again", "False", "ResourceConflict")
+        .await;
+    let message = conflict["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spec.projection"), "{message}");
+    assert!(message.contains("publish-crontabs"), "{message}");
+    assert!(message.contains("crontabs.example.com"), "{message}");
+
+    // The older resource keeps its resource and syncs.
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("fine", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    eventually("the healthy copy", WAIT, || async {
+        get_opt(&copies, &default_copy_name("default", "fine")).await
+    })
+    .await;
+    let state = env
+        .wait_for_ready("publish-crontabs", "True", "Syncing")
+        .await;
+    assert_eq!(state["status"], "True");
+
+    // Given a group of its own, the second one publishes and syncs.
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-crontabs-again}\nspec:\n  resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}\n  projection: {group: again.example.com}\n",
+    )
+    .await;
+    env.wait_for_ready("publish-crontabs-again", "True", "Syncing")
+        .await;
+    let provider = env.kcp.client(&env.provider.path).await.unwrap();
+    let exports = dynamic_api(
+        &provider,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    let export = exports.get(EXPORT).await.unwrap();
+    let schemas = export.data["spec"]["latestResourceSchemas"].to_string();
+    assert!(
+        schemas.contains("crontabs.example.com") && schemas.contains("crontabs.again.example.com"),
+        "{schemas}"
+    );
+}

@@ -243,7 +243,12 @@ impl Publisher {
     async fn published_resources(&self) -> anyhow::Result<Vec<Arc<PublishedResource>>> {
         if let Some(store) = &self.prs {
             let mut prs = store.state();
-            prs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+            // Oldest first: of two resources that publish the same
+            // resource, the one that was there first keeps it.
+            prs.sort_by(|a, b| {
+                (&a.metadata.creation_timestamp, &a.metadata.name)
+                    .cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
+            });
             return Ok(prs);
         }
         let api: Api<PublishedResource> = Api::all(self.service.clone());
@@ -291,6 +296,8 @@ impl Publisher {
         let mut pending = false;
         let mut schemas = BTreeMap::new();
         let mut ready = Vec::new();
+        // Which PublishedResource publishes each group/resource in kcp.
+        let mut owners: HashMap<String, String> = HashMap::new();
 
         for pr in prs
             .iter()
@@ -307,10 +314,16 @@ impl Publisher {
                     .and_then(|s| s.resource_schema_name.as_deref())
                     == Some(resolved.schema_name.as_str())
             {
-                if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
-                    schemas.insert(gr.to_string(), resolved.schema_name.clone());
+                let resolved = resolved.clone();
+                if self
+                    .claim(&api, &mut owners, &name, &resolved.schema_name)
+                    .await
+                {
+                    if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
+                        schemas.insert(gr.to_string(), resolved.schema_name.clone());
+                    }
+                    ready.push((pr, resolved));
                 }
-                ready.push((pr, resolved.clone()));
                 continue;
             }
             self.resolved.remove(&name);
@@ -324,6 +337,12 @@ impl Publisher {
                     continue;
                 }
             };
+            if !self
+                .claim(&api, &mut owners, &name, &resolved.schema_name)
+                .await
+            {
+                continue;
+            }
             if self.enabled("apiresourceschema") {
                 match schema::ensure_schema(&self.kcp.export_client, &resolved).await {
                     Ok(true) => {
@@ -388,6 +407,38 @@ impl Publisher {
             pending |= self.manage_sync(&api, ready).await;
         }
         Ok(pending)
+    }
+
+    /// Record that `name` publishes the group/resource of `schema_name`,
+    /// unless an older PublishedResource already does: then `name` is
+    /// refused (its condition says which resource holds it) and nothing of
+    /// it is published or synced. Two syncs of one resource would fight over
+    /// every object, and the APIExport can list it only once.
+    async fn claim(
+        &self,
+        api: &Api<PublishedResource>,
+        owners: &mut HashMap<String, String>,
+        name: &str,
+        schema_name: &str,
+    ) -> bool {
+        let Some(gr) = schema::group_resource_of(schema_name) else {
+            return true;
+        };
+        match owners.get(gr) {
+            Some(owner) if owner != name => {
+                let message = format!(
+                    "PublishedResource {name}: spec.projection: {gr} is already published by                      PublishedResource {owner}, which is older; give this one another                      spec.projection.group or spec.projection.resource, or delete one of them"
+                );
+                warn!(published_resource = %name, %owner, resource = %gr, "two PublishedResources publish the same resource; the newer is refused");
+                self.set_condition(api, name, "False", "ResourceConflict", &message)
+                    .await;
+                false
+            }
+            _ => {
+                owners.insert(gr.to_string(), name.to_string());
+                true
+            }
+        }
     }
 
     /// What the schema step of `pr` depends on: its spec (uid and
