@@ -244,7 +244,8 @@ async fn metadata_at_the_limits_syncs_or_is_refused_clearly() {
 
 /// PublishedResources that cannot work are refused with a condition naming
 /// the field, while a healthy one keeps syncing: one whose kind the service
-/// cluster does not serve, and one that publishes the same resource as an
+/// cluster does not serve, one whose naming template does not parse, and
+/// one that publishes the same resource as an
 /// older one (two syncs of one resource would fight over every object, and
 /// the APIExport lists it once). Given its own group, the second publishes
 /// and syncs too.
@@ -263,6 +264,26 @@ async fn unworkable_published_resources_are_refused_naming_the_field() {
         "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-crontabs-again}\nspec:\n  resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}\n",
     )
     .await;
+
+    env.publish_yaml(
+        "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-bad-template}\nspec:\n  resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}\n  projection: {group: tmpl.example.com}\n  naming: {name: \"{{ .Object.metadata.name\"}\n",
+    )
+    .await;
+    let prs = env.published_resources();
+    let bad = eventually("publish-bad-template Ready=False", WAIT, || async {
+        let pr = get_opt(&prs, "publish-bad-template").await?;
+        Ok(pr.and_then(|p| {
+            p.data["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                .filter(|c| c["status"] == "False")
+                .cloned()
+        }))
+    })
+    .await;
+    let message = bad["message"].as_str().unwrap_or_default();
+    assert!(message.contains("spec.naming"), "{bad}");
+    assert!(message.contains("unclosed action"), "{bad}");
 
     let missing = env
         .wait_for_ready("publish-missing", "False", "InvalidResource")
