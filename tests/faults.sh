@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault campaign at full scale (about 30 minutes on two cores), apart
+# The fault campaign at full scale (about 12 minutes on two cores), apart
 # from the test suite, which runs the same tests small:
 #   - the service kube-apiserver killed and restarted, and frozen 60 s, in the
 #     middle of syncing 300 objects; the same for kcp
