@@ -427,7 +427,9 @@ impl Publisher {
         match owners.get(gr) {
             Some(owner) if owner != name => {
                 let message = format!(
-                    "PublishedResource {name}: spec.projection: {gr} is already published by                      PublishedResource {owner}, which is older; give this one another                      spec.projection.group or spec.projection.resource, or delete one of them"
+                    "PublishedResource {name}: spec.projection: {gr} is already published by \
+                     PublishedResource {owner}, which is older; give this one another \
+                     spec.projection.group or spec.projection.resource, or delete one of them"
                 );
                 warn!(published_resource = %name, %owner, resource = %gr, "two PublishedResources publish the same resource; the newer is refused");
                 self.set_condition(api, name, "False", "ResourceConflict", &message)
