@@ -68,14 +68,7 @@ async fn a_kind_kcp_serves_itself_is_refused() {
         );
     }
     // And no schema for serviceaccounts is in the export.
-    let provider = env.kcp.client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    let export = exports.get(EXPORT).await.unwrap();
+    let export = env.apiexports().await.get(EXPORT).await.unwrap();
     let schemas = export.data["spec"]["latestResourceSchemas"].to_string();
     assert!(!schemas.contains("serviceaccounts"), "{schemas}");
 }
@@ -269,18 +262,9 @@ async fn unworkable_published_resources_are_refused_naming_the_field() {
         "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-bad-template}\nspec:\n  resource: {apiGroup: example.com, kind: CronTab, versions: [v1]}\n  projection: {group: tmpl.example.com}\n  naming: {name: \"{{ .Object.metadata.name\"}\n",
     )
     .await;
-    let prs = env.published_resources();
-    let bad = eventually("publish-bad-template Ready=False", WAIT, || async {
-        let pr = get_opt(&prs, "publish-bad-template").await?;
-        Ok(pr.and_then(|p| {
-            p.data["status"]["conditions"]
-                .as_array()
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                .filter(|c| c["status"] == "False")
-                .cloned()
-        }))
-    })
-    .await;
+    let bad = env
+        .wait_for_ready("publish-bad-template", "False", "SyncNotStarted")
+        .await;
     let message = bad["message"].as_str().unwrap_or_default();
     assert!(message.contains("spec.naming"), "{bad}");
     assert!(message.contains("unclosed action"), "{bad}");
@@ -298,6 +282,10 @@ async fn unworkable_published_resources_are_refused_naming_the_field() {
     let message = conflict["message"].as_str().unwrap_or_default();
     assert!(message.contains("spec.projection"), "{message}");
     assert!(message.contains("publish-crontabs"), "{message}");
+    assert!(
+        message.contains("already published by PublishedResource publish-crontabs, which is older"),
+        "{message}"
+    );
     assert!(message.contains("crontabs.example.com"), "{message}");
 
     // The older resource keeps its resource and syncs.
@@ -325,14 +313,7 @@ async fn unworkable_published_resources_are_refused_naming_the_field() {
     .await;
     env.wait_for_ready("publish-crontabs-again", "True", "Syncing")
         .await;
-    let provider = env.kcp.client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    let export = exports.get(EXPORT).await.unwrap();
+    let export = env.apiexports().await.get(EXPORT).await.unwrap();
     let schemas = export.data["spec"]["latestResourceSchemas"].to_string();
     assert!(
         schemas.contains("crontabs.example.com") && schemas.contains("crontabs.again.example.com"),

@@ -24,6 +24,10 @@ use syncweave_tests::*;
 /// the watches resumed (or relisted), not that a resync papered over them.
 const CONVERGE: Duration = Duration::from_secs(180);
 
+/// One consumer namespace's part of the ledger: the objects in kcp, their
+/// copies on the service cluster, and the objects' names.
+type Ledger = (Api<DynamicObject>, Api<DynamicObject>, Vec<String>);
+
 /// Sizes of a run: small in the test suite, full with
 /// `SYNCWEAVE_FAULT_SCALE=full` (`tests/faults.sh`).
 struct Scale {
@@ -160,10 +164,7 @@ async fn converged(
 }
 
 /// Write a status on every copy and wait until every object in kcp shows it.
-async fn statuses_go_up(
-    kcp_apis: &[(Api<DynamicObject>, Api<DynamicObject>, Vec<String>)],
-    phase: &str,
-) {
+async fn statuses_go_up(kcp_apis: &[Ledger], phase: &str) {
     for (kcp_api, copies, names) in kcp_apis {
         futures::stream::iter(names)
             .for_each_concurrent(8, |n| async move {
@@ -200,11 +201,7 @@ async fn statuses_go_up(
 /// Create (or delete) the objects of every ledger entry one at a time,
 /// spread evenly over `over`, so that the agent is killed while the work
 /// keeps arriving, not after it is all done.
-async fn paced(
-    ledger: &[(Api<DynamicObject>, Api<DynamicObject>, Vec<String>)],
-    over: Duration,
-    create_them: bool,
-) {
+async fn paced(ledger: &[Ledger], over: Duration, create_them: bool) {
     let total: usize = ledger.iter().map(|(_, _, n)| n.len()).sum();
     let step = over / total.max(1) as u32;
     let mut next = tokio::time::Instant::now();
@@ -224,7 +221,7 @@ async fn paced(
 }
 
 /// Delete every object in each kcp API (concurrently).
-async fn delete_all(kcp_apis: &[(Api<DynamicObject>, Api<DynamicObject>, Vec<String>)]) {
+async fn delete_all(kcp_apis: &[Ledger]) {
     for (kcp_api, _, names) in kcp_apis {
         futures::stream::iter(names)
             .for_each_concurrent(8, |n| async move {
@@ -239,11 +236,7 @@ async fn delete_all(kcp_apis: &[(Api<DynamicObject>, Api<DynamicObject>, Vec<Str
 
 /// Wait until every object is gone from kcp (so the agent removed its
 /// finalizer), every copy from the service cluster, and every state Secret.
-async fn all_gone(
-    env: &Env,
-    kcp_apis: &[(Api<DynamicObject>, Api<DynamicObject>, Vec<String>)],
-    within: Duration,
-) {
+async fn all_gone(env: &Env, kcp_apis: &[Ledger], within: Duration) {
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(env.service_client.clone(), AGENT_NAMESPACE);
     eventually(

@@ -656,12 +656,7 @@ async fn selector_and_deleted_published_resource() {
         .filter_map(|s| s.metadata.name)
         .collect();
     assert_eq!(names, vec![schema_name.clone()]);
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
+    let exports = env.apiexports().await;
     let export = exports.get(EXPORT).await.unwrap();
     assert_eq!(
         export.data["spec"]["latestResourceSchemas"],

@@ -88,13 +88,7 @@ async fn related_consumer(env: &Env) -> (Workspace, kube::Client) {
 }
 
 async fn wait_export_claims_for(env: &Env, wanted: &[&str]) {
-    let provider = kcp().client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
+    let exports = env.apiexports().await;
     eventually(&format!("APIExport claims {wanted:?}"), WAIT, || {
         let exports = exports.clone();
         async move {
@@ -1257,13 +1251,7 @@ spec:
     .await;
 
     // The agent claims Widgets, with the foreign identity.
-    let provider = env.kcp.client(&env.provider.path).await.unwrap();
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
+    let exports = env.apiexports().await;
     let claim = eventually("the Widget claim on the agent's export", WAIT, || async {
         let e = get_opt(&exports, EXPORT).await?;
         Ok(e.and_then(|e| {

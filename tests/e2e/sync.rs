@@ -57,12 +57,7 @@ async fn publishes_schema_into_apiexport() {
         Some(AGENT_NAME)
     );
 
-    let exports = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
+    let exports = env.apiexports().await;
     eventually("APIExport lists the schema", WAIT, || {
         let (exports, schema_name) = (exports.clone(), schema_name.clone());
         async move {

@@ -245,15 +245,20 @@ impl Env {
         .await;
     }
 
-    /// Wait until the APIExport claims `group`/`resource`.
-    pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
+    /// The APIExports of the provider workspace (the agent's is [`EXPORT`]).
+    pub async fn apiexports(&self) -> kube::Api<kube::api::DynamicObject> {
         let provider = self.kcp.client(&self.provider.path).await.unwrap();
-        let exports = dynamic_api(
+        dynamic_api(
             &provider,
             &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
             "apiexports",
             None,
-        );
+        )
+    }
+
+    /// Wait until the APIExport claims `group`/`resource`.
+    pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
+        let exports = self.apiexports().await;
         eventually(
             &format!("the {resource}.{group} permission claim on the export"),
             Duration::from_secs(90),

@@ -440,6 +440,20 @@ pub(crate) fn spawn_owned_with(mut cmd: Command, signal: libc::c_int) -> Result<
     Ok(rx.recv()??)
 }
 
+/// SIGKILL `pid` (resuming it first, should it be frozen) and wait up to
+/// 10 s until it is gone (the thread that spawned it reaps it).
+pub(crate) fn kill_and_reap(pid: u32) {
+    let pid = pid as i32;
+    unsafe {
+        libc::kill(pid, libc::SIGCONT);
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub(crate) fn tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -470,12 +484,7 @@ impl Kcp {
 
     /// Kill kcp (SIGKILL) as a crash would; its data stays for [`Kcp::restart`].
     pub fn kill(&self) {
-        self.signal(libc::SIGCONT);
-        let pid = self.signal(libc::SIGKILL);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        kill_and_reap(self.process().pid.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     /// Freeze kcp (SIGSTOP): connections hang as when it is unreachable.

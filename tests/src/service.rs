@@ -195,16 +195,7 @@ impl ServiceCluster {
     /// Kill the API server (SIGKILL), leaving etcd and its data: the cluster
     /// is down as when its control plane crashed.
     pub fn kill_apiserver(&self) {
-        let pid = self.pids[1] as i32;
-        unsafe {
-            libc::kill(pid, libc::SIGCONT);
-            libc::kill(pid, libc::SIGKILL);
-        }
-        // Gone once /proc no longer lists it (its parent thread reaps it).
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::kcp::kill_and_reap(self.pids[1]);
     }
 
     /// Start the API server again after [`ServiceCluster::kill_apiserver`],

@@ -21,7 +21,7 @@ use clap::Args;
 use serde::Serialize;
 use syncweave_runtime::{CallContext, Direction, Plugin, Runtime, RuntimeConfig, World};
 
-use crate::plugin_fetch::{FetchContext, FetchOptions, Fetched, PluginRef};
+use crate::plugin_fetch::{Fetched, PluginRef};
 
 #[derive(Debug, Args, Clone)]
 pub struct BenchArgs {
@@ -85,22 +85,9 @@ struct Call {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let r = PluginRef::parse(&args.reference, args.source.sha256.as_deref(), "")
-        .map_err(|e| anyhow::anyhow!("plugin reference {:?}: {}", args.reference, e.message))?;
-    let service = match &r.location {
-        crate::plugin_fetch::Location::ConfigMap { .. } => {
-            let cfg = crate::kubeconfig::load_service(args.source.kubeconfig.as_deref())
-                .await
-                .context("configmap:// references read the ConfigMap from a cluster")?;
-            Some(kube::Client::try_from(cfg).context("connecting to the cluster")?)
-        }
-        _ => None,
-    };
-    // Fetching goes through a runtime of its own; the timed loads below use
-    // fresh runtimes with a cache directory of their own.
-    let fetch_rt = Runtime::new(RuntimeConfig::default())?;
-    let fetcher = FetchContext::new(FetchOptions::for_runtime(&fetch_rt, service))?;
-    let fetched = fetcher.fetch(&r).await?;
+    // The timed loads below use fresh runtimes with a cache directory of
+    // their own; this one only fetches.
+    let (_fetch_rt, fetcher, r, fetched) = super::fetch(&args.reference, &args.source).await?;
     let limits = args.limits.limits();
     let name = r.display_name();
 

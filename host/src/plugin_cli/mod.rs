@@ -222,6 +222,24 @@ async fn load(
     source: &SourceArgs,
     limits: &LimitArgs,
 ) -> anyhow::Result<(Runtime, std::sync::Arc<Plugin>)> {
+    let (runtime, _, r, fetched) = fetch(reference, source).await?;
+    let plugin = fetched
+        .load(&runtime, &r.display_name(), Some(limits.limits()))
+        .await?;
+    Ok((runtime, plugin))
+}
+
+/// Parse `reference` and fetch its bytes the way the agent does. Also
+/// returns the runtime and the fetcher (which can fetch more references).
+pub(crate) async fn fetch(
+    reference: &str,
+    source: &SourceArgs,
+) -> anyhow::Result<(
+    Runtime,
+    FetchContext,
+    PluginRef,
+    crate::plugin_fetch::Fetched,
+)> {
     let r = PluginRef::parse(reference, source.sha256.as_deref(), "").map_err(|e| {
         let what = if e.field == "sha256" {
             "--sha256".to_string()
@@ -242,10 +260,7 @@ async fn load(
     };
     let fetcher = FetchContext::new(FetchOptions::for_runtime(&runtime, service))?;
     let fetched = fetcher.fetch(&r).await?;
-    let plugin = fetched
-        .load(&runtime, &r.display_name(), Some(limits.limits()))
-        .await?;
-    Ok((runtime, plugin))
+    Ok((runtime, fetcher, r, fetched))
 }
 
 fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {

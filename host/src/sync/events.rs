@@ -208,14 +208,16 @@ struct Failing {
 }
 
 impl Failing {
-    /// Set `key`'s error; the error it had before.
-    fn insert(&mut self, key: &ObjectKey, error: String) -> Option<String> {
-        *self.causes.entry(cause_of(key, &error)).or_default() += 1;
+    /// Set `key`'s error; the error it had before, and how many failing
+    /// objects (this one included) now share the new error's cause.
+    fn insert(&mut self, key: &ObjectKey, error: String) -> (Option<String>, usize) {
+        let cause = cause_of(key, &error);
+        *self.causes.entry(cause.clone()).or_default() += 1;
         let previous = self.errors.insert(key.clone(), error);
         if let Some(p) = &previous {
             self.forget_cause(key, p);
         }
-        previous
+        (previous, self.causes.get(&cause).copied().unwrap_or(0))
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<String> {
@@ -254,13 +256,12 @@ impl Failures {
     pub fn failed(&self, key: &ObjectKey, error: String) -> bool {
         let mut f = self.lock();
         let before = headline(&f.errors);
-        let previous = f.insert(key, error.clone());
+        let (previous, sharing) = f.insert(key, error.clone());
         if headline(&f.errors) != before {
             self.changed.notify_one();
         }
-        // Only this object has the cause now (counted just above).
-        let alone = f.causes.get(&cause_of(key, &error)) == Some(&1);
-        previous.is_none_or(|p| p != error) && alone
+        // No other failing object has this cause.
+        previous.is_none_or(|p| p != error) && sharing == 1
     }
 
     /// Record a success; `true` when the object was failing until now and
