@@ -373,6 +373,7 @@ impl Metrics {
             for (source, n) in [
                 ("compiled", s.compiled),
                 ("disk", s.disk_hits),
+                ("precompiled", s.precompiled),
                 ("memory", s.memory_hits),
             ] {
                 self.component_loads
@@ -438,6 +439,7 @@ mod tests {
         let text = m.render(Some(RuntimeStats {
             compiled: 1,
             disk_hits: 2,
+            precompiled: 5,
             memory_hits: 3,
             cache_rejected: 0,
             resident: 4,

@@ -17,6 +17,7 @@ mod json;
 mod output;
 mod plugin;
 mod pool;
+mod precompiled;
 mod runtime;
 mod stdio;
 pub mod world;
@@ -29,6 +30,7 @@ pub use plugin::{
     PluginInfo, WarmInstance,
 };
 pub use pool::{CallObserver, CallPool, available_cores};
+pub use precompiled::count as precompiled_builtins;
 pub use runtime::{
     EngineKind, Limits, Runtime, RuntimeConfig, RuntimeError, RuntimeStats, default_cache_dir,
 };

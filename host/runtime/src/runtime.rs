@@ -1,15 +1,17 @@
 //! The engine, its compiled-component cache and plugin loading.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use syncweave_engine::EngineKind;
+use syncweave_engine::EngineParams;
 
 use crate::bindings;
 use crate::failure::{FailureKind, PluginFailure};
@@ -72,17 +74,28 @@ pub struct RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
+        let engine = EngineParams::default();
         RuntimeConfig {
             cache_dir: default_cache_dir(),
             default_limits: Limits::default(),
             plugin_dir: None,
-            max_instances: 128,
+            max_instances: engine.max_instances,
             max_concurrent_calls: crate::pool::available_cores(),
-            max_memory_bytes: 1 << 30,
+            max_memory_bytes: engine.max_memory_bytes,
             epoch_tick: Duration::from_millis(5),
-            // Rust guests dirty a few hundred KB per call: all of it stays
-            // resident and is reset by memset, with no page faults later.
-            keep_resident_bytes: 4 << 20,
+            keep_resident_bytes: engine.keep_resident_bytes,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// The part of this configuration the engines are built from (the
+    /// built-ins are precompiled with the defaults).
+    fn engine_params(&self) -> EngineParams {
+        EngineParams {
+            max_instances: self.max_instances,
+            max_memory_bytes: self.max_memory_bytes,
+            keep_resident_bytes: self.keep_resident_bytes,
         }
     }
 }
@@ -118,6 +131,8 @@ pub struct RuntimeStats {
     pub compiled: u64,
     /// Components loaded from the on-disk cache.
     pub disk_hits: u64,
+    /// Built-ins loaded from the code precompiled into the binary.
+    pub precompiled: u64,
     /// Loads answered from the in-memory digest map.
     pub memory_hits: u64,
     /// Cache entries rejected (bad checksum, incompatible, unreadable).
@@ -131,49 +146,9 @@ pub struct RuntimeStats {
 struct Counters {
     compiled: AtomicU64,
     disk_hits: AtomicU64,
+    precompiled: AtomicU64,
     memory_hits: AtomicU64,
     cache_rejected: AtomicU64,
-}
-
-/// Which of the two engines a component runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EngineKind {
-    /// Explicit bounds checks, no guard pages: instantiation and reset never
-    /// change page protections, which makes a fresh instance cost a few
-    /// microseconds. For components that import no WASI (Rust guests).
-    BoundsChecked,
-    /// Guard pages instead of bounds checks: compiled code is about a third
-    /// smaller, so large interpreters (Python, JS; they import WASI) load
-    /// from the cache faster, and their milliseconds-long instantiation
-    /// does not notice the page-protection syscalls.
-    Guarded,
-}
-
-impl EngineKind {
-    /// Interpreted guests import WASI; compiled Rust guests import nothing
-    /// but host-log.
-    fn for_component(wasm: &[u8]) -> EngineKind {
-        if imports_wasi(wasm) {
-            EngineKind::Guarded
-        } else {
-            EngineKind::BoundsChecked
-        }
-    }
-}
-
-/// A cheap scan of the component's import names, before compiling.
-fn imports_wasi(wasm: &[u8]) -> bool {
-    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        let Ok(payload) = payload else { return false };
-        if let wasmparser::Payload::ComponentImportSection(reader) = payload {
-            for import in reader.into_iter().flatten() {
-                if import.name.name.starts_with("wasi:") {
-                    return true;
-                }
-            }
-        }
-    }
-    false
 }
 
 pub(crate) struct EngineSet {
@@ -186,7 +161,7 @@ pub(crate) struct EngineSet {
 
 impl EngineSet {
     fn new(cfg: &RuntimeConfig, kind: EngineKind) -> Result<EngineSet, RuntimeError> {
-        let engine = Engine::new(&engine_config(cfg, kind))
+        let engine = syncweave_engine::engine(&cfg.engine_params(), kind)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut linker = Linker::<HostState>::new(&engine);
         bindings::host_log::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(
@@ -201,9 +176,7 @@ impl EngineSet {
         .map_err(|e| RuntimeError::Engine(format!("linking types: {e:#}")))?;
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("linking WASI: {e:#}")))?;
-        let mut h = ShaHasher(Sha256::new());
-        engine.precompile_compatibility_hash().hash(&mut h);
-        let compat = hex::encode(&h.0.finalize()[..8]);
+        let compat = syncweave_engine::compat_hash(&engine);
         Ok(EngineSet {
             engine,
             linker,
@@ -246,18 +219,6 @@ impl std::fmt::Debug for Runtime {
             .field("cache_dir", &self.inner.cfg.cache_dir)
             .field("stats", &self.stats())
             .finish()
-    }
-}
-
-/// Feeds `Hash` output into SHA-256, for a hash that is stable across runs.
-struct ShaHasher(Sha256);
-
-impl Hasher for ShaHasher {
-    fn finish(&self) -> u64 {
-        unreachable!("only the SHA-256 digest is read")
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
     }
 }
 
@@ -313,6 +274,7 @@ impl Runtime {
         RuntimeStats {
             compiled: c.compiled.load(Ordering::Relaxed),
             disk_hits: c.disk_hits.load(Ordering::Relaxed),
+            precompiled: c.precompiled.load(Ordering::Relaxed),
             memory_hits: c.memory_hits.load(Ordering::Relaxed),
             cache_rejected: c.cache_rejected.load(Ordering::Relaxed),
             resident: self.resident() as u64,
@@ -608,7 +570,8 @@ impl Runtime {
         digest: &str,
         wasm: &[u8],
     ) -> Result<Component, PluginFailure> {
-        let engine = &self.engine_set(kind).engine;
+        let set = self.engine_set(kind);
+        let engine = &set.engine;
         let counters = &self.inner.counters;
         let cache_path = self.cache_path_for(kind, digest);
         if let Some(path) = &cache_path {
@@ -642,6 +605,27 @@ impl Runtime {
                 }
             }
         }
+        if let Some(pre) = crate::precompiled::get(digest, kind) {
+            match pre.load(engine, cache_path.as_deref()) {
+                Ok(c) => {
+                    counters.precompiled.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(plugin = name, digest, "loaded precompiled built-in");
+                    return Ok(c);
+                }
+                Err(reason) => {
+                    // Another machine's CPU features, or non-default engine
+                    // settings: compile, as for any plugin (and cache it).
+                    tracing::info!(
+                        plugin = name,
+                        digest,
+                        built_for = pre.compat,
+                        engine = %set.compat,
+                        reason,
+                        "the built-in's precompiled code does not fit this engine; compiling it"
+                    );
+                }
+            }
+        }
         let started = std::time::Instant::now();
         let component = Component::new(engine, wasm).map_err(|e| {
             PluginFailure::new(
@@ -672,48 +656,6 @@ impl Runtime {
         }
         Ok(component)
     }
-}
-
-fn engine_config(cfg: &RuntimeConfig, kind: EngineKind) -> Config {
-    let mut c = Config::new();
-    c.wasm_component_model(true);
-    c.epoch_interruption(true);
-    let n = cfg.max_instances.max(1);
-    let mut pool = PoolingAllocationConfig::default();
-    // Python and JS components hold a dozen or so core instances and a few
-    // memories/tables each; Rust guests one of each.
-    pool.total_component_instances(n)
-        .total_core_instances(n.saturating_mul(16))
-        .total_memories(n.saturating_mul(2))
-        .total_tables(n.saturating_mul(4))
-        .max_core_instances_per_component(64)
-        .max_memories_per_component(8)
-        .max_tables_per_component(16)
-        .max_memory_size(cfg.max_memory_bytes as usize)
-        .table_elements(100_000)
-        .max_core_instance_size(4 << 20)
-        .max_component_instance_size(4 << 20)
-        // Reused slots skip the madvise/mmap dance for small heaps.
-        .linear_memory_keep_resident(cfg.keep_resident_bytes)
-        .table_keep_resident(cfg.keep_resident_bytes.min(1 << 20))
-        // With PAGEMAP_SCAN (Linux 6.7+) only the pages a call dirtied are
-        // reset, instead of memsetting the first keep_resident bytes of
-        // every memory and table: for a small guest that is most of the cost
-        // of a fresh instance. Older kernels fall back to the memset.
-        .pagemap_scan(wasmtime::Enabled::Auto);
-    c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    if kind == EngineKind::BoundsChecked {
-        // Explicit bounds checks instead of guard pages: the memory's
-        // accessible range then never changes, so neither instantiation nor
-        // memory.grow nor the reset after a call needs mprotect (and its TLB
-        // shootdowns). For calls of a few microseconds that is a third of
-        // the cost (measured with benches/plugins.rs).
-        c.signals_based_traps(false);
-        c.memory_guard_size(0);
-        c.memory_reservation(cfg.max_memory_bytes);
-        c.memory_reservation_for_growth(0);
-    }
-    c
 }
 
 /// Advance the engines' epochs every `tick` for as long as any engine lives
@@ -786,7 +728,7 @@ fn verify_entry(path: &Path) -> Result<bool, String> {
 
 /// Artefact first, sidecar second: a reader that sees the sidecar sees the
 /// complete artefact it describes.
-fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
     crate::fsutil::write_atomically(path, bytes).map_err(|e| e.to_string())?;
     crate::fsutil::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
         .map_err(|e| e.to_string())?;
@@ -794,7 +736,7 @@ fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn remove_entry(path: &Path) {
+pub(crate) fn remove_entry(path: &Path) {
     let _ = std::fs::remove_file(sidecar(path));
     let _ = std::fs::remove_file(legacy_sidecar(path));
     let _ = std::fs::remove_file(path);

@@ -632,3 +632,66 @@ fn worked_examples_run_as_a_self_test() {
         other => panic!("expected a failure, got {other:?}"),
     }
 }
+
+/// The built-ins come precompiled in the binary: a fresh runtime loads all
+/// four without compiling anything, and they pass their own examples. With
+/// a cache directory the code is written there (so it is mapped from a file)
+/// and a restarted runtime finds it on disk. An engine the code was not
+/// built for (another memory reservation) refuses it, and the runtime
+/// compiles instead.
+#[test]
+fn builtins_are_precompiled_into_the_binary() {
+    use syncweave_runtime::ExampleVerdict;
+    let all = syncweave_runtime::builtins::all();
+    assert_eq!(
+        syncweave_runtime::precompiled_builtins(),
+        all.len(),
+        "host/runtime/build.rs precompiles every built-in (unless cross-compiling or SYNCWEAVE_PRECOMPILE=0)"
+    );
+    let passes = |p: &Plugin| {
+        let outcomes = p.run_examples().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!outcomes.is_empty(), "{} declares examples", p.name());
+        for o in outcomes {
+            assert!(
+                !matches!(o.verdict, ExampleVerdict::Failed(_)),
+                "{}: {}: {:?}",
+                p.name(),
+                o.name,
+                o.verdict
+            );
+        }
+    };
+
+    let rt = runtime();
+    for b in all {
+        passes(&rt.load_builtin(b.name).unwrap());
+    }
+    let s = rt.stats();
+    assert_eq!((s.compiled, s.precompiled), (0, all.len() as u64), "{s:?}");
+
+    let dir = common::tempdir("precompiled");
+    let cfg = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    };
+    let first = Runtime::new(cfg.clone()).unwrap();
+    let naming = first.load_builtin("naming").unwrap();
+    assert_eq!((first.stats().compiled, first.stats().precompiled), (0, 1));
+    assert!(first.cache_path(&naming).unwrap().is_file());
+    passes(&naming);
+    let second = Runtime::new(cfg).unwrap();
+    passes(&second.load_builtin("naming").unwrap());
+    let s = second.stats();
+    assert_eq!((s.compiled, s.precompiled, s.disk_hits), (0, 0, 1), "{s:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let other = Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        max_memory_bytes: 512 << 20,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    passes(&other.load_builtin("naming").unwrap());
+    let s = other.stats();
+    assert_eq!((s.compiled, s.precompiled), (1, 0), "{s:?}");
+}
