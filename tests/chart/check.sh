@@ -190,6 +190,11 @@ render nocrds "${upstream[@]}" --set crds.enabled=false &&
   refuse "sync: crds.enabled=false installs no CRD" "$(cat "$work/nocrds.yaml")" "kind: CustomResourceDefinition" ||
   not_ok "sync: crds.enabled=false installs no CRD" "$(cat "$work/nocrds.err")"
 
+render pvc "${upstream[@]}" --set pluginCache.existingClaim=compiled-plugins &&
+  expect "sync: pluginCache.existingClaim mounts that PVC instead of an emptyDir" "$(doc pvc Deployment)" \
+    "claimName: \"compiled-plugins\"" "mountPath: /var/cache/syncweave" &&
+  refuse "sync: no emptyDir cache when a claim is named" "$(doc pvc Deployment)" "sizeLimit: 1Gi" ||
+  not_ok "sync: pluginCache.existingClaim mounts that PVC instead of an emptyDir" "$(cat "$work/pvc.err")"
 render remote "${upstream[@]}" --set kubeconfig=service-kubeconfig --set 'disabledControllers={apiexport,apiresourceschema}' &&
   expect "sync: kubeconfig Secret mounted and passed as --kubeconfig" "$(args remote; doc remote Deployment)" \
     "--kubeconfig=/etc/api-syncagent/cluster/kubeconfig" 'secretName: "service-kubeconfig"' \
