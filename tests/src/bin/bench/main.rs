@@ -56,6 +56,9 @@ usage: bench [options]    (normally run by tests/bench/run.sh)
   --p2-timeout S         give up waiting for the initial sync after S seconds (default 7200)
   --p1-timeout S         give up waiting for P1 copies S seconds after the last create (default 900)
   --quiet-timeout S      before P1 and P4, wait at most S seconds for the agent to go quiet (default 600)
+  --startup              S only: start-up time and memory on two PublishedResources with
+                         CEL mutations and Go-template naming, empty plugin cache
+                         (default --out target/bench/startup.json)
   --out FILE             write the figures as JSON (default target/bench/results.json)
 env: SYNCWEAVE_BIN (default target/release/syncweave), UPSTREAM_SYNCAGENT_BIN
      (default $SYNCWEAVE_TOOLS_DIR/api-syncagent), BENCH_AGENT_DEBUG=1 (agents log
@@ -73,6 +76,7 @@ struct Opts {
     p2_timeout: u64,
     p1_timeout: u64,
     quiet_timeout: u64,
+    startup: bool,
     out: PathBuf,
 }
 
@@ -89,8 +93,10 @@ fn parse_args() -> Result<Opts> {
         p2_timeout: 7200,
         p1_timeout: 900,
         quiet_timeout: 600,
+        startup: false,
         out: repo.join("target/bench/results.json"),
     };
+    let mut out_given = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -100,6 +106,10 @@ fn parse_args() -> Result<Opts> {
         if flag == "-h" || flag == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
+        }
+        if flag == "--startup" {
+            o.startup = true;
+            continue;
         }
         let v = match inline {
             Some(v) => v,
@@ -130,11 +140,17 @@ fn parse_args() -> Result<Opts> {
                     }
                 }
             }
-            "--out" => o.out = PathBuf::from(v),
+            "--out" => {
+                o.out = PathBuf::from(v);
+                out_given = true;
+            }
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
     anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
+    if o.startup && !out_given {
+        o.out = repo.join("target/bench/startup.json");
+    }
     Ok(o)
 }
 
@@ -224,6 +240,25 @@ fn real_main() -> Result<()> {
             upstream,
             &tls,
         );
+        if opts.startup {
+            let mut figures = Vec::new();
+            for (agent, binary) in &binaries {
+                log(format!("===== S: {agent} ({}) =====", binary.display()));
+                figures.push(match run_startup(agent, binary, &kcp_proxy, &tls).await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        log(format!("{agent} failed: {e:#}"));
+                        Startup {
+                            agent: agent.clone(),
+                            binary: binary.display().to_string(),
+                            error: Some(format!("{e:#}")),
+                            ..Default::default()
+                        }
+                    }
+                });
+            }
+            return Ok::<_, anyhow::Error>(Err(figures));
+        }
         let mut results = Vec::new();
         for (agent, binary) in &binaries {
             log(format!("===== {agent} ({}) =====", binary.display()));
@@ -239,27 +274,78 @@ fn real_main() -> Result<()> {
                 }
             }
         }
-        Ok::<_, anyhow::Error>(results)
+        Ok::<_, anyhow::Error>(Ok(results))
     })?;
+    let results = match results {
+        Ok(r) => r,
+        Err(startup) => {
+            let machine_end = Machine::read();
+            for f in &startup {
+                println!(
+                    "S {:<10} ready {:>8}  copies {:>8}  peak RSS {:>9}  RSS {:>9}  CPU {:>7}{}",
+                    f.agent,
+                    f.ready_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
+                    f.first_copies_seconds
+                        .map_or("-".into(), |s| format!("{s:.2} s")),
+                    mb(f.vm_hwm_kb),
+                    mb(f.vm_rss_kb),
+                    f.cpu_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
+                    f.error
+                        .as_ref()
+                        .map_or(String::new(), |e| format!("  FAILED: {e}")),
+                );
+            }
+            write_json(&opts, &machine, &machine_end, json!(startup))?;
+            rt.shutdown_timeout(Duration::from_secs(1));
+            return Ok(());
+        }
+    };
 
     let machine_end = Machine::read();
     print_summary(&results, &opts);
+    write_json(&opts, &machine, &machine_end, json!(results))?;
+    // The service clusters and kcp die with this process.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}
+
+/// The run's figures as JSON, with the options, the commit and the machine
+/// (load before and after).
+fn write_json(
+    opts: &Opts,
+    machine: &Machine,
+    machine_end: &Machine,
+    agents: serde_json::Value,
+) -> Result<()> {
     if let Some(dir) = opts.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .map(|o| !o.stdout.is_empty());
     std::fs::write(
         &opts.out,
         serde_json::to_string_pretty(&json!({
+            "commit": commit,
+            "uncommitted_changes": dirty,
             "options": opts,
             "machine": machine,
             "load_avg_at_end": machine_end.load_avg,
             "total_seconds": T0.get().unwrap().elapsed().as_secs(),
-            "agents": results,
+            "agents": agents,
         }))?,
     )?;
     log(format!("figures written to {}", opts.out.display()));
-    // The service clusters and kcp die with this process.
-    rt.shutdown_timeout(Duration::from_secs(1));
     Ok(())
 }
 
@@ -655,18 +741,18 @@ fn mb(kb: Option<u64>) -> String {
     kb.map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0))
 }
 
-async fn run_agent(
-    agent: &str,
-    binary: &Path,
-    opts: &Opts,
-    kcp_proxy: &Proxy,
-    tls: &Tls,
-) -> Result<Figures> {
-    let mut f = Figures {
-        agent: agent.into(),
-        binary: binary.display().to_string(),
-        ..Default::default()
-    };
+/// What every run of an agent starts from.
+struct Setup {
+    env: Env,
+    /// The counting proxy in front of the service cluster.
+    svc_proxy: Proxy,
+    /// The agent's command line.
+    args: Vec<String>,
+}
+
+/// A fresh provider workspace and service cluster for `agent`, both reached
+/// through counting proxies, and the same RBAC for either agent.
+async fn set_up(agent: &str, binary: &Path, kcp_proxy: &Proxy, tls: &Tls) -> Result<Setup> {
     // Env::prepare never runs the binary it is given; we start agents here.
     let env = Env::prepare(&format!("bench-{agent}"), binary).await;
     log(format!(
@@ -718,6 +804,30 @@ async fn run_agent(
     )?;
     wait_for_access(&env).await?;
     let args = agent_args(agent, &kcp_kc, &svc_kc);
+    Ok(Setup {
+        env,
+        svc_proxy,
+        args,
+    })
+}
+
+async fn run_agent(
+    agent: &str,
+    binary: &Path,
+    opts: &Opts,
+    kcp_proxy: &Proxy,
+    tls: &Tls,
+) -> Result<Figures> {
+    let mut f = Figures {
+        agent: agent.into(),
+        binary: binary.display().to_string(),
+        ..Default::default()
+    };
+    let Setup {
+        env,
+        svc_proxy,
+        args,
+    } = set_up(agent, binary, kcp_proxy, tls).await?;
     let log_path = |phase: &str| env.dir.join(format!("agent-{agent}-{phase}.log"));
 
     // 1. Publish the API and bind the consumers (the agent must run for the
@@ -1147,4 +1257,226 @@ fn print_summary(results: &[Figures], opts: &Opts) {
         up.p4_requests_per_object,
         verdict(sw.p4_requests_kcp + sw.p4_requests_service == 0)
     );
+}
+
+/// S (start-up): two PublishedResources with CEL mutations and Go-template
+/// naming, valid for both agents, as a provider would run them.
+const STARTUP_RESOURCES: &str = r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-crontabs}
+spec:
+  resource: {kind: CronTab, apiGroup: example.com, versions: [v1]}
+  naming:
+    namespace: "{{ .ClusterName }}"
+    name: "{{ .Object.metadata.name }}-{{ .Object.metadata.namespace | sha3short }}"
+  mutation:
+    spec:
+      - cel: {path: spec.cronSpec, expression: "value + ' # synced'"}
+---
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-notes}
+spec:
+  resource: {kind: Note, apiGroup: example.com, versions: [v1]}
+  naming:
+    namespace: "{{ .ClusterName }}"
+    name: "{{ .Object.metadata.name }}-{{ .Object.metadata.namespace | sha3short }}"
+  mutation:
+    spec:
+      - cel: {path: spec.replicas, expression: "value * 2"}
+"#;
+
+const NOTE_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: notes.example.com}
+spec:
+  group: example.com
+  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+/// S: one agent's start-up figures.
+#[derive(Clone, Debug, Default, Serialize)]
+struct Startup {
+    agent: String,
+    binary: String,
+    error: Option<String>,
+    /// Seconds from exec until `/readyz` answers 200. syncweave only:
+    /// upstream v0.7.0 registers no readiness check.
+    ready_seconds: Option<f64>,
+    /// Seconds from exec until the copies of two objects (one per
+    /// PublishedResource) created while the agent was stopped exist on the
+    /// service cluster: start-up until real work is done, for both agents.
+    first_copies_seconds: Option<f64>,
+    /// VmHWM (peak RSS) and VmRSS 20 s after the copies appeared.
+    vm_hwm_kb: Option<u64>,
+    vm_rss_kb: Option<u64>,
+    /// CPU seconds the agent used until then.
+    cpu_seconds: Option<f64>,
+}
+
+/// S: start the agent with an empty compiled-plugin cache (a new pod's
+/// emptyDir) on [`STARTUP_RESOURCES`], after a first run has published the
+/// schemas and bound a consumer.
+async fn run_startup(agent: &str, binary: &Path, kcp_proxy: &Proxy, tls: &Tls) -> Result<Startup> {
+    let mut f = Startup {
+        agent: agent.into(),
+        binary: binary.display().to_string(),
+        ..Default::default()
+    };
+    let Setup {
+        env,
+        svc_proxy: _svc_proxy,
+        mut args,
+    } = set_up(agent, binary, kcp_proxy, tls).await?;
+    let log_path = |phase: &str| env.dir.join(format!("agent-{agent}-{phase}.log"));
+    apply_crds(&env.service_client, NOTE_CRD)
+        .await
+        .context("Note CRD")?;
+    env.publish_yaml(STARTUP_RESOURCES).await;
+    let setup_agent = AgentProcess::start(binary, &args, &log_path("setup"))?;
+    env.wait_for_schema("publish-crontabs").await;
+    env.wait_for_schema("publish-notes").await;
+    let (_ws, client) = env.consumer("c00").await;
+    let crontabs = crontabs(&client, "default");
+    let notes = dynamic_api(
+        &client,
+        &gvk("example.com", "v1", "Note"),
+        "notes",
+        Some("default"),
+    );
+    let copies = |name: &str| {
+        let svc = env.service_client.clone();
+        let name = name.to_string();
+        async move {
+            let mut n = 0;
+            for (kind, plural) in [("CronTab", "crontabs"), ("Note", "notes")] {
+                let api = dynamic_api(&svc, &gvk("example.com", "v1", kind), plural, None);
+                let list = api.list(&Default::default()).await.ok()?;
+                n += list
+                    .items
+                    .iter()
+                    .filter(|o| o.metadata.name.as_deref().unwrap_or("").starts_with(&name))
+                    .count();
+            }
+            Some(n)
+        }
+    };
+    let note = |name: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Note",
+            "metadata": {"name": name}, "spec": {"replicas": 3}
+        }))
+        .unwrap()
+    };
+    // Warm-up: one object each, synced by the set-up run.
+    create(&crontabs, "warm-up").await?;
+    notes
+        .create(&PostParams::default(), &note("warm-up"))
+        .await?;
+    let t = Instant::now();
+    while copies("warm-up").await != Some(2) {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(300),
+            "the set-up run did not sync the warm-up objects in 300 s; see {}",
+            log_path("setup").display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    setup_agent.stop();
+    drop(setup_agent);
+
+    // Pending work for the measured start.
+    create(&crontabs, "pending").await?;
+    notes
+        .create(&PostParams::default(), &note("pending"))
+        .await?;
+    let health = if agent == "syncweave" {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        args.push(format!("--health-address=127.0.0.1:{port}"));
+        Some(format!("127.0.0.1:{port}"))
+    } else {
+        None
+    };
+    let cache = env.dir.join(format!("plugin-cache-{agent}"));
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::create_dir_all(&cache)?;
+    log(format!("{agent}: measured start (empty plugin cache)…"));
+    let t0 = Instant::now();
+    let proc_ = AgentProcess::start_with_env(
+        binary,
+        &args,
+        &[("SYNCWEAVE_CACHE_DIR", cache.as_path())],
+        &log_path("startup"),
+    )?;
+    loop {
+        if f.ready_seconds.is_none()
+            && let Some(addr) = &health
+            && readyz_ok(addr).await
+        {
+            f.ready_seconds = Some(t0.elapsed().as_secs_f64());
+        }
+        if f.first_copies_seconds.is_none() && copies("pending").await == Some(2) {
+            f.first_copies_seconds = Some(t0.elapsed().as_secs_f64());
+        }
+        if f.first_copies_seconds.is_some() && (health.is_none() || f.ready_seconds.is_some()) {
+            break;
+        }
+        if !proc_.is_running() {
+            bail!("the agent exited; see {}", log_path("startup").display());
+        }
+        if t0.elapsed() > Duration::from_secs(300) {
+            bail!(
+                "not ready and synced 300 s after start; see {}",
+                log_path("startup").display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    f.vm_hwm_kb = proc_.status_kb("VmHWM");
+    f.vm_rss_kb = proc_.status_kb("VmRSS");
+    f.cpu_seconds = proc_.cpu_seconds();
+    proc_.stop();
+    log(format!(
+        "{agent}: ready {}, copies after {}, peak RSS {}, RSS {}, CPU {}",
+        f.ready_seconds
+            .map_or("- (no readiness check)".into(), |s| format!("{s:.2} s")),
+        f.first_copies_seconds
+            .map_or("-".into(), |s| format!("{s:.2} s")),
+        mb(f.vm_hwm_kb),
+        mb(f.vm_rss_kb),
+        f.cpu_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
+    ));
+    Ok(f)
+}
+
+/// Whether `GET /readyz` on `addr` answers 200 (HTTP/1.0, so the server
+/// closes the connection after the answer).
+async fn readyz_ok(addr: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let attempt = async {
+        let mut conn = tokio::net::TcpStream::connect(addr).await.ok()?;
+        conn.write_all(b"GET /readyz HTTP/1.0\r\n\r\n").await.ok()?;
+        let mut head = [0u8; 12];
+        conn.read_exact(&mut head).await.ok()?;
+        Some(head.ends_with(b" 200"))
+    };
+    tokio::time::timeout(Duration::from_millis(500), attempt)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }

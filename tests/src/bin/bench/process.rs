@@ -16,11 +16,22 @@ pub struct AgentProcess {
 
 impl AgentProcess {
     pub fn start(binary: &Path, args: &[String], log: &Path) -> Result<AgentProcess> {
+        Self::start_with_env(binary, args, &[], log)
+    }
+
+    /// [`AgentProcess::start`] with extra environment variables.
+    pub fn start_with_env(
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, &Path)],
+        log: &Path,
+    ) -> Result<AgentProcess> {
         use std::os::unix::process::CommandExt;
         let log =
             std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = Command::new(binary);
         cmd.args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
