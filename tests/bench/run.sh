@@ -4,6 +4,7 @@
 #
 #   tests/bench/run.sh                     # default sizes (10 000 + 1 000 objects, 50 workspaces)
 #   tests/bench/run.sh --objects 1000 --latency-objects 200 --window 30   # a quick run
+#   tests/bench/run.sh --startup           # start-up time and peak RSS only (S)
 #   tests/bench/run.sh --help              # every option
 #
 # It installs what it needs first (tests/setup.sh: kcp, kube-apiserver, etcd,

@@ -1284,7 +1284,8 @@ spec:
     name: "{{ .Object.metadata.name }}-{{ .Object.metadata.namespace | sha3short }}"
   mutation:
     spec:
-      - cel: {path: spec.replicas, expression: "value * 2"}
+      # value is a double, as in upstream (numbers come from JSON)
+      - cel: {path: spec.replicas, expression: "value * 2.0"}
 "#;
 
 const NOTE_CRD: &str = r#"
