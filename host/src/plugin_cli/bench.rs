@@ -2,7 +2,9 @@
 //! same kind, measured the way the agent runs plugins.
 //!
 //! - compile: the component compiled into an empty cache directory (what an
-//!   agent pays the first time it sees a digest);
+//!   agent pays the first time it sees a digest); for a built-in, whose
+//!   code is precompiled into the binary, the load of that code (marked
+//!   `*`), unless it does not fit this machine and was compiled;
 //! - cached load: the same digest loaded by a new runtime from that cache
 //!   (what a restarted agent pays);
 //! - calls: each on a fresh instance, as production calls are, one after
@@ -66,6 +68,9 @@ pub struct Figures {
     /// Which input the calls used.
     pub input: String,
     pub compile_ms: f64,
+    /// The first load used the code precompiled into the binary (a
+    /// built-in), so `compile_ms` is that load, not a compile.
+    pub precompiled: bool,
     pub cached_load_ms: f64,
     /// Whether the cached load did come from the cache (else it compiled).
     pub cached_from_disk: bool,
@@ -142,6 +147,7 @@ async fn bench_one(
     let t = Instant::now();
     let plugin = fetched.load(&rt, name, Some(limits)).await?;
     let compile = t.elapsed();
+    let precompiled = rt.stats().precompiled > 0;
     let rt2 = Runtime::new(cfg())?;
     let t = Instant::now();
     let again = fetched.load(&rt2, name, Some(limits)).await?;
@@ -174,6 +180,7 @@ async fn bench_one(
             size_bytes: plugin.size(),
             input: label,
             compile_ms: ms(compile),
+            precompiled,
             cached_load_ms: ms(cached_load),
             cached_from_disk: from_disk,
             calls: n,
@@ -303,7 +310,7 @@ fn time_calls(
 fn print_table(rows: &[Figures]) {
     let mib = |b: usize| format!("{:.2} MiB", b as f64 / (1 << 20) as f64);
     println!(
-        "{:<28} {:>10} {:>12} {:>7} {:>9} {:>9} {:>9} {:>12}  input",
+        "{:<28} {:>10}  {:>12} {:>7} {:>9} {:>9} {:>9} {:>12}  input",
         "plugin", "compile", "cached load", "calls", "calls/s", "p50", "p99", "peak memory"
     );
     for r in rows {
@@ -314,9 +321,10 @@ fn print_table(rows: &[Figures]) {
             );
         }
         println!(
-            "{:<28} {:>8.1}ms {:>10.2}ms {:>7} {:>9.0} {:>7.0}µs {:>7.0}µs {:>12}  {}",
+            "{:<28} {:>8.1}ms{} {:>10.2}ms {:>7} {:>9.0} {:>7.0}µs {:>7.0}µs {:>12}  {}",
             r.plugin,
             r.compile_ms,
+            if r.precompiled { "*" } else { " " },
             r.cached_load_ms,
             r.calls,
             r.calls_per_second,
@@ -327,7 +335,8 @@ fn print_table(rows: &[Figures]) {
         );
     }
     println!(
-        "\ncompile: into an empty cache; cached load: a new runtime from that cache; calls: each \
+        "\ncompile: into an empty cache (*: the digest of a built-in, whose code is precompiled into this binary: the load of \
+         that code); cached load: a new runtime from that cache; calls: each \
          on a fresh instance, one at a time (as the agent calls plugins); peak memory: the most \
          linear memory one call's instance held."
     );
