@@ -385,8 +385,18 @@ async fn broken_template_keeps_workspace_initializing() {
         Ok((failures >= 2).then_some(()))
     })
     .await;
-    let ws = env.workspaces().get("stuck").await.unwrap();
-    assert_eq!(str_at(&ws, "/status/phase"), Some("Initializing"));
+    // The Workspace's status follows its logical cluster's a moment later
+    // (Scheduling → Initializing), and the agent may already have failed
+    // twice by then: wait for Initializing, which the initializer holds.
+    let ws = eventually("the workspace to be Initializing", WAIT, || async {
+        let ws = env
+            .workspaces()
+            .get("stuck")
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((str_at(&ws, "/status/phase") == Some("Initializing")).then_some(ws))
+    })
+    .await;
     let initializers = ws.data.pointer("/status/initializers").cloned();
     assert!(
         initializers
