@@ -10,8 +10,6 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-const NOTE_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n";
-
 /// A looping PublishedResource (its CEL rule appends to what the copy
 /// already has, so every pass wants another write) beside a healthy one
 /// whose rule `value * 2.0` yields `6.0` where the API server stores `6`

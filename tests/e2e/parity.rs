@@ -608,12 +608,9 @@ async fn selector_and_deleted_published_resource() {
         "--published-resource-selector=e2e.syncweave.dev/agent=mine",
         &format!("--metrics-address=127.0.0.1:{metrics}"),
     ]);
-    apply_crds(
-        &env.service_client,
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n",
-    )
-    .await
-    .expect("Note CRD");
+    apply_crds(&env.service_client, NOTE_CRD)
+        .await
+        .expect("Note CRD");
     env.publish_yaml(
         "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-notes}\nspec:\n  resource: {apiGroup: example.com, kind: Note, versions: [v1]}\n",
     )

@@ -145,12 +145,9 @@ async fn a_crd_change_reconciles_only_the_resource_that_selects_it() {
     let mut env = Env::prepare("crd-event", crate::binary()).await;
     let metrics = free_port();
     env.start_agent(&[&format!("--metrics-address=127.0.0.1:{metrics}")]);
-    apply_crds(
-        &env.service_client,
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: notes.example.com}\nspec:\n  group: example.com\n  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
-    )
-    .await
-    .expect("Note CRD");
+    apply_crds(&env.service_client, NOTE_CRD)
+        .await
+        .expect("Note CRD");
     env.publish().await;
     env.publish_yaml(
         "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {name: publish-notes}\nspec:\n  resource: {apiGroup: example.com, kind: Note, versions: [v1]}\n",

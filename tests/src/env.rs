@@ -15,6 +15,25 @@ pub const WASMPLUGIN_CRD: &str =
     include_str!("../../charts/syncweave/crds/syncweave.dev_wasmplugins.yaml");
 pub const PR_CRD: &str =
     include_str!("../../charts/syncweave/crds/syncagent.kcp.io_publishedresources.yaml");
+/// A second namespaced kind beside CronTab (`notes.example.com`, any
+/// content), for tests with more than one PublishedResource.
+pub const NOTE_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: notes.example.com}
+spec:
+  group: example.com
+  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
 
 pub struct Env {
     /// The kcp this environment lives in ([`kcp`] or [`crate::sharded_kcp`]).

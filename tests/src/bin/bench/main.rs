@@ -1288,24 +1288,6 @@ spec:
       - cel: {path: spec.replicas, expression: "value * 2.0"}
 "#;
 
-const NOTE_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: notes.example.com}
-spec:
-  group: example.com
-  names: {kind: Note, listKind: NoteList, plural: notes, singular: note}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-"#;
-
 /// S: one agent's start-up figures.
 #[derive(Clone, Debug, Default, Serialize)]
 struct Startup {
@@ -1403,11 +1385,9 @@ async fn run_startup(agent: &str, binary: &Path, kcp_proxy: &Proxy, tls: &Tls) -
         .create(&PostParams::default(), &note("pending"))
         .await?;
     let health = if agent == "syncweave" {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
+        let port = free_port();
         args.push(format!("--health-address=127.0.0.1:{port}"));
-        Some(format!("127.0.0.1:{port}"))
+        Some(port)
     } else {
         None
     };
@@ -1424,8 +1404,8 @@ async fn run_startup(agent: &str, binary: &Path, kcp_proxy: &Proxy, tls: &Tls) -
     )?;
     loop {
         if f.ready_seconds.is_none()
-            && let Some(addr) = &health
-            && readyz_ok(addr).await
+            && let Some(port) = health
+            && readyz_ok(port).await
         {
             f.ready_seconds = Some(t0.elapsed().as_secs_f64());
         }
@@ -1464,20 +1444,9 @@ async fn run_startup(agent: &str, binary: &Path, kcp_proxy: &Proxy, tls: &Tls) -
     Ok(f)
 }
 
-/// Whether `GET /readyz` on `addr` answers 200 (HTTP/1.0, so the server
-/// closes the connection after the answer).
-async fn readyz_ok(addr: &str) -> bool {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let attempt = async {
-        let mut conn = tokio::net::TcpStream::connect(addr).await.ok()?;
-        conn.write_all(b"GET /readyz HTTP/1.0\r\n\r\n").await.ok()?;
-        let mut head = [0u8; 12];
-        conn.read_exact(&mut head).await.ok()?;
-        Some(head.ends_with(b" 200"))
-    };
-    tokio::time::timeout(Duration::from_millis(500), attempt)
+/// Whether `GET /readyz` on the health port answers 200 within 500 ms.
+async fn readyz_ok(port: u16) -> bool {
+    tokio::time::timeout(Duration::from_millis(500), http_get(port, "/readyz"))
         .await
-        .ok()
-        .flatten()
-        .unwrap_or(false)
+        .is_ok_and(|r| r.is_ok_and(|(code, _)| code == 200))
 }
