@@ -444,8 +444,13 @@ impl Publisher {
     }
 
     /// What the schema step of `pr` depends on: its spec (uid and
-    /// generation), the resourceVersion of its CRD and the WasmPlugin code it
-    /// uses. `None` while that cannot be told (the CRD index has not listed).
+    /// generation), its labels and annotations, the resourceVersion of its
+    /// CRD and the WasmPlugin code it uses. `None` while that cannot be told
+    /// (the CRD index has not listed). Labels and annotations are in it so
+    /// that touching the PublishedResource makes its schema step run again
+    /// (repairing an APIResourceSchema someone edited), as upstream's
+    /// controller does on every event of the resource; its status is not, so
+    /// the agent's own condition writes do not.
     /// A built-in kind (no CRD) is described from the cluster's OpenAPI once
     /// per spec: it changes only when the cluster is upgraded, which
     /// restarts the agent's connections (and a restarted agent resolves
@@ -459,8 +464,14 @@ impl Publisher {
             .crds
             .version_of(&r.api_group, &r.kind)
             .unwrap_or_else(|| "built-in".into());
+        let metadata = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&pr.metadata.labels, &pr.metadata.annotations).hash(&mut h);
+            h.finish()
+        };
         Some(format!(
-            "{}/{}/{crd}/{}",
+            "{}/{}/{metadata:x}/{crd}/{}",
             pr.metadata.uid.as_deref().unwrap_or_default(),
             pr.metadata.generation.unwrap_or_default(),
             self.wasm_plugins_in_use(pr).1
