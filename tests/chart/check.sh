@@ -207,7 +207,8 @@ render custom --set kcpKubeconfig=k --set apiExportEndpointSliceName=s --set ima
   --set image.tag=dev --set 'rbac.pluginConfigMapNamespaces={plugins}' --set enableLeaderElection=false &&
   expect "sync: own image, configmap:// namespaces, no Lease rule without leader election" \
     "$(doc custom Deployment; doc custom Role)" 'image: "registry.local/syncweave:dev"' \
-    "--enable-leader-election=false" "namespace: plugins" '["configmaps"]' &&
+    "--enable-leader-election=false" "namespace: plugins" '["configmaps"]' \
+    "    verbs: [\"get\", \"list\", \"watch\"]" &&
   refuse "sync: no Lease rule without leader election" "$(doc custom Role)" '["leases"]' ||
   not_ok "sync: own image, configmap:// namespaces, no Lease rule without leader election" "$(cat "$work/custom.err")"
 

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use syncweave::apis::{WasmPlugin, WasmPluginSpec};
 use syncweave::plugin_controller::{PluginResolver, WasmPluginRegistry};
@@ -322,6 +323,34 @@ async fn configmap_source_becomes_ready() {
     assert_eq!(status.digest.as_deref(), Some(digest_of(&bytes).as_str()));
     assert_eq!(status.world.as_deref(), Some("mutator"));
     assert!(s.registry.get("from-cm").is_ok());
+
+    // The ConfigMap is watched: a change is read at once. Nothing re-reads
+    // a Ready ConfigMap plugin on a timer, so without the watch this waits
+    // forever. Bytes that do not match the pinned sha256 are refused, and
+    // the old code is no longer offered.
+    let configmaps = Api::<ConfigMap>::namespaced(s.client.clone(), "plugins");
+    let set_bytes = |b: Vec<u8>| {
+        let configmaps = configmaps.clone();
+        async move {
+            configmaps
+                .patch(
+                    "rust-mutator",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"binaryData": {"plugin.wasm": ByteString(b)}})),
+                )
+                .await
+                .expect("patch ConfigMap")
+        }
+    };
+    let mut tampered = bytes.clone();
+    tampered.extend_from_slice(b"\0tampered");
+    set_bytes(tampered).await;
+    let wp = wait_ready(&s.client, "from-cm", "False").await;
+    let fetched = wp.condition("Fetched").unwrap();
+    assert_eq!(fetched.status, "False", "{fetched:?}");
+    assert!(s.registry.get("from-cm").is_err());
+    set_bytes(bytes.clone()).await;
+    wait_ready(&s.client, "from-cm", "True").await;
 
     // `syncweave plugin test` takes the same reference and fetches it the
     // same way (here from the ConfigMap, through --kubeconfig).

@@ -4,25 +4,29 @@
 //! [`WasmPluginRegistry`] the sync path reads.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Runtime};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use super::configmaps::{ConfigMapKey, ConfigMapWatches};
 use super::registry::{ReadyPlugin, WasmPluginRegistry};
 use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY};
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
 use crate::plugin_fetch::{FetchContext, PluginRef};
+use crate::runner::Outcome as RunOutcome;
+use crate::runner::queue::WorkQueue;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 
 /// How often every WasmPlugin is checked again even without changes: file
@@ -362,49 +366,90 @@ struct Ctl {
     registry: WasmPluginRegistry,
     events: Recorder,
     resync: Duration,
-    /// Consecutive transient failures per name, for the retry backoff.
-    failures: Mutex<HashMap<String, u32>>,
+    configmaps: ConfigMapWatches,
+    /// Per file-sourced WasmPlugin, the spec and the file's stamp at its
+    /// last successful check: an unchanged file is not read again.
+    files: std::sync::Mutex<HashMap<String, (u64, FileStamp)>>,
 }
 
-/// Retrying a transient failure: 1 s, doubling, at most 5 min.
-fn retry_delay(failures: u32) -> Duration {
-    Duration::from_secs(1u64 << failures.min(9)).min(Duration::from_secs(300))
+/// What tells that a file changed without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
 }
+
+impl FileStamp {
+    fn of(path: &std::path::Path) -> Option<FileStamp> {
+        let m = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&m);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileStamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+            inode,
+        })
+    }
+}
+
+/// Retrying a transient failure (fetch, status write): 1 s, doubling with
+/// jitter, at most 5 min.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// A transient failure (fetch, status write): retried with backoff.
 #[derive(Debug, thiserror::Error)]
 #[error("WasmPlugin {0}: transient failure, retrying")]
-struct Transient(String);
+pub struct Transient(String);
 
-/// Whether a plugin's bytes can change while its spec stays the same: a
-/// file or a ConfigMap can be rewritten in place; built-ins, https://
-/// (always pinned by sha256) and oci:// (pinned by digest) cannot, so they
-/// are never fetched again (and send no request) until the spec changes.
-fn resync_needed(wp: &WasmPlugin) -> bool {
+/// What a WasmPlugin's bytes can change with while its spec stays the same.
+#[derive(Debug, PartialEq, Eq)]
+enum Mutable {
+    /// Built-ins, https:// (always pinned by sha256) and oci:// (pinned by
+    /// digest) never change: fetched again only when the spec changes.
+    No,
+    /// A file can be rewritten in place: its size, modification time and
+    /// inode are looked at every resync period, and it is read again when
+    /// they change.
+    File(std::path::PathBuf),
+    /// A ConfigMap: checked when its watch sees it change.
+    ConfigMap(ConfigMapKey),
+}
+
+fn mutable(wp: &WasmPlugin) -> Mutable {
     use crate::plugin_fetch::reference::Location;
     match PluginRef::parse(&wp.spec.source, wp.spec.sha256.as_deref(), "spec") {
-        Ok(r) => matches!(
-            r.location,
-            Location::File { .. } | Location::ConfigMap { .. }
-        ),
-        Err(_) => true,
+        Ok(r) => match r.location {
+            Location::File { path } => Mutable::File(path),
+            Location::ConfigMap {
+                namespace, name, ..
+            } => Mutable::ConfigMap((namespace, name)),
+            _ => Mutable::No,
+        },
+        // Refused until its spec is fixed, which is an event.
+        Err(_) => Mutable::No,
     }
 }
 
-/// Trigger only on changes of spec (generation) or identity (uid): the
-/// controller's own status writes do not re-check a plugin.
-fn spec_version(wp: &WasmPlugin) -> Option<u64> {
+/// A WasmPlugin is checked again only when its spec (generation) or
+/// identity (uid) changes: the controller's own status writes do not.
+fn spec_version(wp: &WasmPlugin) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     wp.uid().hash(&mut h);
     wp.metadata.generation.hash(&mut h);
-    Some(h.finish())
+    h.finish()
 }
 
-/// [`run`] with explicit parts. Built on kube-runtime's `Controller`: one
-/// scheduler with one pending request per WasmPlugin, reconciles only
-/// once the store has listed everything (so plugins present at start-up
-/// are checked at once), a resync per plugin, and backoff on failures.
+/// [`run`] with explicit parts, on the agent's runner ([`crate::runner`]):
+/// one queue entry and at most one timer per WasmPlugin, supervised
+/// workers, jittered backoff on transient failures. The watch feeds the
+/// store and enqueues a plugin when its spec changes, so plugins present at
+/// start-up are checked as soon as the first list ends; a deleted one is
+/// dropped from the registry and the queue.
 pub async fn run_with(
     service: Client,
     checker: Checker,
@@ -413,119 +458,195 @@ pub async fn run_with(
     cfg: ControllerConfig,
     cancel: CancellationToken,
 ) {
-    use kube::runtime::controller::{Action, Config as ControllerRuntimeConfig, Controller};
-    use kube::runtime::utils::PredicateConfig;
-
     let api: Api<WasmPlugin> = Api::all(service.clone());
     let (store, writer) = reflector::store();
+    let queue: Arc<WorkQueue<String>> = WorkQueue::new(RETRY_FIRST, RETRY_MAX);
     let ctl = Arc::new(Ctl {
         api: api.clone(),
-        store: store.clone(),
+        store,
         checker,
         registry: registry.clone(),
         events,
         resync: cfg.resync,
-        failures: Mutex::default(),
+        configmaps: ConfigMapWatches::new(service, queue.clone(), cancel.clone()),
+        files: Default::default(),
     });
     info!(workers = cfg.workers, resync = ?cfg.resync, "starting WasmPlugin controller");
+    let mut tasks = JoinSet::new();
+    crate::runner::spawn_workers(
+        &mut tasks,
+        cfg.workers.max(1),
+        ctl.clone(),
+        queue.clone(),
+        cancel.clone(),
+    );
 
-    // Deletions and re-lists update the registry directly: the Controller
-    // only reconciles objects that exist.
-    let mut listing: Vec<String> = Vec::new();
-    let events_ctl = ctl.clone();
-    // A failing watch is reported once, then once per minute while it
-    // keeps failing (as crate::watch::drive does for the other watches).
-    let mut reports = crate::watch::FailureReports::default();
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-        .default_backoff()
-        .inspect(move |ev| {
-            if ev.is_ok() {
-                reports.worked();
+    // The spec each plugin was last enqueued for, and the plugins of the
+    // list in progress (a re-list after the watch was down finds deletions).
+    let mut versions: HashMap<String, u64> = HashMap::new();
+    let mut listing: HashMap<String, u64> = HashMap::new();
+    // The reflector owns its store's writer, which cannot be made twice: the
+    // watch runs once, for the life of the controller (it re-lists and
+    // retries by itself; crate::watch::drive paces it).
+    let watch = crate::watch::drive(
+        reflector::reflector(writer, watcher(api, watcher::Config::default())),
+        |ev| match ev {
+            watcher::Event::Init => listing.clear(),
+            watcher::Event::InitApply(wp) => {
+                listing.insert(wp.name_any(), spec_version(&wp));
             }
-            match ev {
-                Ok(watcher::Event::InitApply(wp)) => listing.push(wp.name_any()),
-                Ok(watcher::Event::Delete(wp)) => {
-                    let name = wp.name_any();
-                    debug!(wasmplugin = %name, "WasmPlugin deleted");
-                    events_ctl.registry.remove(&name);
-                    events_ctl
-                        .failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&name);
-                }
-                Ok(watcher::Event::Init) => listing.clear(),
-                Ok(watcher::Event::InitDone) => {
-                    // Objects deleted while the watch was down.
-                    let names = std::mem::take(&mut listing);
-                    events_ctl.registry.retain(|n| names.iter().any(|x| x == n));
-                    events_ctl.registry.mark_synced();
-                }
-                Ok(watcher::Event::Apply(_)) => {}
-                Err(e) => {
-                    let missing_crd = matches!(
-                        e,
-                        watcher::Error::InitialListFailed(kube::Error::Api(s))
-                            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                            if s.code == 404
-                    );
-                    if !reports.failed() {
-                        debug!(error = %e, "WasmPlugin watch failed again");
-                    } else if missing_crd {
-                        warn!(
-                            "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
-                             apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
-                        );
-                    } else {
-                        warn!(error = %e, "WasmPlugin watch failed; retrying");
+            watcher::Event::InitDone => {
+                let listed = std::mem::take(&mut listing);
+                registry.retain(|n| listed.contains_key(n));
+                registry.mark_synced();
+                // Deleted while the watch was down: reconciled once more,
+                // to find them gone (see Delete).
+                versions.retain(|name, _| {
+                    let keep = listed.contains_key(name);
+                    if !keep {
+                        queue.add(name.clone());
+                    }
+                    keep
+                });
+                for (name, version) in listed {
+                    if versions.insert(name.clone(), version) != Some(version) {
+                        queue.add(name);
                     }
                 }
             }
-        })
-        .applied_objects()
-        .predicate_filter(spec_version, PredicateConfig::default());
-
-    let concurrency = u16::try_from(cfg.workers.max(1)).unwrap_or(u16::MAX);
-    Controller::for_stream(stream, store)
-        .with_config(ControllerRuntimeConfig::default().concurrency(concurrency))
-        .graceful_shutdown_on(cancel.cancelled_owned())
-        .run(
-            |wp: Arc<WasmPlugin>, ctl: Arc<Ctl>| async move {
-                let name = wp.name_any();
-                if ctl.reconcile(&name).await {
-                    Err(Transient(name))
-                } else {
-                    ctl.failures
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&name);
-                    Ok(match resync_needed(&wp) {
-                        true => Action::requeue(ctl.resync),
-                        // Pinned content never changes: only a new spec
-                        // (which triggers a reconcile) can change the plugin.
-                        false => Action::await_change(),
-                    })
+            watcher::Event::Apply(wp) => {
+                let (name, version) = (wp.name_any(), spec_version(&wp));
+                if versions.insert(name.clone(), version) != Some(version) {
+                    queue.add(name);
                 }
-            },
-            |wp: Arc<WasmPlugin>, _err: &Transient, ctl: Arc<Ctl>| {
-                let mut f = ctl.failures.lock().unwrap_or_else(|e| e.into_inner());
-                let n = f.entry(wp.name_any()).or_default();
-                let delay = retry_delay(*n);
-                *n = n.saturating_add(1);
-                Action::requeue(delay)
-            },
-            ctl,
-        )
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                debug!(error = %e, "WasmPlugin reconcile");
             }
-        })
-        .await;
+            watcher::Event::Delete(wp) => {
+                let name = wp.name_any();
+                debug!(wasmplugin = %name, "WasmPlugin deleted");
+                versions.remove(&name);
+                // Reconciled once more: it finds the object gone, drops it
+                // from the registry and its ConfigMap watch, and forgets the
+                // key (no timer is left behind).
+                queue.add(name);
+            }
+        },
+        |e, retry, report| {
+            let missing_crd = matches!(
+                e,
+                watcher::Error::InitialListFailed(kube::Error::Api(s))
+                    | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+                    if s.code == 404
+            );
+            if !report {
+                debug!(error = %e, ?retry, "WasmPlugin watch failed again");
+            } else if missing_crd {
+                warn!(
+                    "cannot list WasmPlugins: the CRD is not installed on the service cluster; \
+                     apply charts/syncweave/crds/syncweave.dev_wasmplugins.yaml"
+                );
+            } else {
+                warn!(error = %e, ?retry, "WasmPlugin watch failed; retrying");
+            }
+        },
+    );
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = watch => {}
+    }
+    queue.shut_down();
+    while tasks.join_next().await.is_some() {}
     info!("WasmPlugin controller stopped");
 }
 
+impl crate::runner::Reconcile for Ctl {
+    type Key = String;
+    type Error = Transient;
+    const TASK: &'static str = "wasmplugin-worker";
+
+    fn name(&self) -> &str {
+        "wasmplugins"
+    }
+
+    fn reconcile<'a>(&'a self, name: &'a String) -> BoxFuture<'a, Result<RunOutcome, Transient>> {
+        Box::pin(async move {
+            let wp = self
+                .store
+                .get(&ObjectRef::new(name))
+                .filter(|wp| wp.meta().deletion_timestamp.is_none());
+            let Some(wp) = wp else {
+                self.registry.remove(name);
+                self.configmaps.track(name, None);
+                self.files_lock().remove(name);
+                return Ok(RunOutcome::Gone);
+            };
+            let mutable = mutable(&wp);
+            let watched = self.configmaps.track(
+                name,
+                match &mutable {
+                    Mutable::ConfigMap(key) => Some(key.clone()),
+                    _ => None,
+                },
+            );
+            // A file-sourced plugin is read again only when its file (or
+            // its spec) changed since the last successful check.
+            let stamp = match &mutable {
+                Mutable::File(path) => {
+                    let now = FileStamp::of(path).map(|s| (spec_version(&wp), s));
+                    let files = self.files_lock();
+                    if now.is_some() && files.get(name.as_str()) == now.as_ref() {
+                        debug!(wasmplugin = %name, "the plugin's file is unchanged");
+                        return Ok(RunOutcome::Requeue(self.resync));
+                    }
+                    now
+                }
+                _ => None,
+            };
+            self.files_lock().remove(name.as_str());
+            if self.check(&wp).await {
+                return Err(Transient(name.clone()));
+            }
+            if let Some(stamp) = stamp {
+                self.files_lock().insert(name.clone(), stamp);
+            }
+            Ok(match mutable {
+                Mutable::File(_) => RunOutcome::Requeue(self.resync),
+                // Until its watch has listed, a change might not be seen.
+                Mutable::ConfigMap(_) if !watched => RunOutcome::Requeue(self.resync),
+                Mutable::ConfigMap(_) | Mutable::No => RunOutcome::Done,
+            })
+        })
+    }
+
+    fn panicked(&self, message: String) -> Transient {
+        warn!(%message, "a WasmPlugin check panicked; retrying");
+        Transient(message)
+    }
+
+    fn record<'a>(
+        &'a self,
+        name: &'a String,
+        result: &'a Result<RunOutcome, Transient>,
+        _took: Duration,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(e) = result {
+                debug!(wasmplugin = %name, error = %e, "WasmPlugin check will be retried");
+            }
+        })
+    }
+
+    /// Pinned content never changes; what can change is scheduled by the
+    /// reconcile itself (files) or by a watch (ConfigMaps).
+    fn resync_period(&self) -> Option<Duration> {
+        None
+    }
+}
+
 impl Ctl {
+    fn files_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u64, FileStamp)>> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Record an Event on `wp` (in `default`, where `kubectl describe`
     /// looks for a cluster-scoped object's). Best effort: the status
     /// condition is the record.
@@ -543,16 +664,10 @@ impl Ctl {
     }
 
     /// Check one WasmPlugin; returns whether to retry with backoff.
-    async fn reconcile(&self, name: &str) -> bool {
-        let Some(wp) = self.store.get(&ObjectRef::new(name)) else {
-            self.registry.remove(name);
-            return false;
-        };
-        if wp.meta().deletion_timestamp.is_some() {
-            self.registry.remove(name);
-            return false;
-        }
-        let outcome = self.checker.check(&wp).await;
+    async fn check(&self, wp: &WasmPlugin) -> bool {
+        let name = wp.name_any();
+        let name = name.as_str();
+        let outcome = self.checker.check(wp).await;
         let old = wp.status.as_ref();
         let now = Time(Timestamp::now());
         let status = merge_status(old, outcome.status, &now);
@@ -598,7 +713,7 @@ impl Ctl {
                     debug!(wasmplugin = name, reason = %f.reason, "WasmPlugin is still not ready");
                 } else {
                     warn!(wasmplugin = name, reason = %f.reason, message = %f.message, "WasmPlugin is not ready");
-                    self.event(&wp, EventType::Warning, &f.reason, &f.message)
+                    self.event(wp, EventType::Warning, &f.reason, &f.message)
                         .await;
                 }
             }
@@ -615,7 +730,7 @@ impl Ctl {
                         status.digest.as_deref().unwrap_or("?"),
                     );
                     info!(wasmplugin = name, digest = ?status.digest, world = ?status.world, "WasmPlugin is ready");
-                    self.event(&wp, EventType::Normal, "Ready", &msg).await;
+                    self.event(wp, EventType::Normal, "Ready", &msg).await;
                 }
             }
         }
@@ -652,30 +767,57 @@ mod tests {
         }
     }
 
-    /// Only sources whose bytes can change under the same spec are fetched
-    /// again periodically; pinned ones wait for a spec change.
+    /// Only sources whose bytes can change under the same spec are looked
+    /// at again: files on a timer (by their stamp), ConfigMaps by a watch;
+    /// pinned ones wait for a spec change.
     #[test]
-    fn only_mutable_sources_are_resynced() {
+    fn only_mutable_sources_are_looked_at_again() {
         let spec = |source: &str, sha: Option<&str>| WasmPluginSpec {
             source: source.into(),
             sha256: sha.map(str::to_string),
             ..Default::default()
         };
         let hex = "a".repeat(64);
-        assert!(resync_needed(&wp("f", spec("file:///p.wasm", None))));
-        assert!(resync_needed(&wp(
-            "c",
-            spec("configmap://ns/cm/p.wasm", None)
-        )));
-        assert!(!resync_needed(&wp("b", spec("mutation", None))));
-        assert!(!resync_needed(&wp(
-            "h",
-            spec("https://example.com/p.wasm", Some(&hex))
-        )));
-        assert!(!resync_needed(&wp(
-            "o",
-            spec(&format!("oci://registry.example.com/p@sha256:{hex}"), None)
-        )));
+        assert_eq!(
+            mutable(&wp("f", spec("file:///p.wasm", None))),
+            Mutable::File("/p.wasm".into())
+        );
+        assert_eq!(
+            mutable(&wp("c", spec("configmap://ns/cm/p.wasm", None))),
+            Mutable::ConfigMap(("ns".into(), "cm".into()))
+        );
+        assert_eq!(mutable(&wp("b", spec("mutation", None))), Mutable::No);
+        assert_eq!(
+            mutable(&wp("h", spec("https://example.com/p.wasm", Some(&hex)))),
+            Mutable::No
+        );
+        assert_eq!(
+            mutable(&wp(
+                "o",
+                spec(&format!("oci://registry.example.com/p@sha256:{hex}"), None)
+            )),
+            Mutable::No
+        );
+    }
+
+    /// A file's stamp changes when it is rewritten (size or time) or
+    /// replaced (inode), and not when it is only read.
+    #[test]
+    fn a_file_stamp_follows_rewrites() {
+        let dir = crate::plugin_fetch::tests::tempdir("file-stamp");
+        let path = dir.join("p.wasm");
+        std::fs::write(&path, b"one").unwrap();
+        let first = FileStamp::of(&path).unwrap();
+        let _ = std::fs::read(&path).unwrap();
+        assert_eq!(FileStamp::of(&path).unwrap(), first);
+        std::fs::write(&path, b"three").unwrap();
+        assert_ne!(FileStamp::of(&path).unwrap(), first, "rewritten");
+        let second = FileStamp::of(&path).unwrap();
+        let other = dir.join("q.wasm");
+        std::fs::write(&other, b"three").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_ne!(FileStamp::of(&path).unwrap(), second, "replaced");
+        assert!(FileStamp::of(&dir.join("missing.wasm")).is_none());
     }
 
     fn conds(o: &Outcome) -> Vec<(String, String, String)> {

@@ -13,6 +13,7 @@
 //! let resolved = resolver.resolve_use(&use_, World::Mutator, "spec.mutation.spec[0].wasm").await?;
 //! ```
 
+pub mod configmaps;
 pub mod controller;
 pub mod registry;
 pub mod resolver;
