@@ -103,8 +103,8 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let recorder = crate::recorder::for_service(service.clone());
 
     // Joined at shutdown. It ends only on a setup error, which stops the
-    // agent (cancel) rather than restarting: the kube-runtime Controller
-    // inside retries every WasmPlugin by itself.
+    // agent (cancel) rather than restarting: its runner retries every
+    // WasmPlugin by itself, under the supervisor.
     let wasmplugins = tokio::spawn({
         let (service, runtime, cancel) = (service.clone(), runtime.clone(), cancel.clone());
         let recorder = recorder.clone();

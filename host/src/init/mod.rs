@@ -5,8 +5,8 @@
 //! initializer and kcp marks the workspace Ready.
 //!
 //! Top to bottom:
-//! - [`InitAgent`] runs kube-runtime's `Controller` over the InitTargets (and
-//!   watches InitTemplates) in the config
+//! - [`InitAgent`] runs the agent's runner ([`crate::runner`]) over the
+//!   InitTargets (and watches InitTemplates) in the config
 //!   workspace and runs one [`target`] worker per InitTarget, keyed by UID;
 //!   a worker stops when its InitTarget is deleted, stops matching the
 //!   selector, or points at another WorkspaceType.
@@ -25,17 +25,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
 use kube::{Client, Config};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::apis::InitTarget;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 use crate::kubeconfig::base_of;
+use crate::runner::Outcome;
+use crate::runner::queue::WorkQueue;
 use render::{RendererError, Renderers};
 use syncweave_runtime::PluginFailure;
 
@@ -44,8 +47,6 @@ pub use target::ClusterKey;
 /// How long a workspace waits when a rendered kind is not served yet
 /// (upstream: 5 s).
 pub const MISSING_KIND_RETRY: Duration = Duration::from_secs(5);
-/// Every InitTarget is reconciled again this often, healing missed events.
-const RESYNC: Duration = Duration::from_secs(30);
 
 /// What went wrong while initializing one workspace. Every variant names
 /// the InitTarget and, where there is one, the template and the object.
@@ -197,6 +198,8 @@ fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
 }
 
 struct Running {
+    /// The InitTarget's name.
+    name: String,
     /// `spec.workspaceTypeRef` the worker was started for.
     fingerprint: String,
     resource_version: Option<String>,
@@ -256,18 +259,21 @@ impl InitAgent {
         }
     }
 
-    /// Run until `cancel` fires. InitTargets go through kube-runtime's
-    /// `Controller` (one scheduler, one pending request per target, a
-    /// resync, reconciles only after the first list); each reconcile
-    /// starts, restarts or kicks the target's worker. Deletions (and
-    /// targets that stop matching the selector) stop workers from the same
-    /// watch; an InitTemplate change kicks every worker.
+    /// Run until `cancel` fires. InitTargets go through the agent's runner
+    /// ([`crate::runner`]: one queue entry per target, supervised workers);
+    /// each reconcile starts, restarts or kicks the target's worker, or
+    /// stops the workers of a target that is gone. The watch enqueues a
+    /// target on every change and, after each (re-)list, every target
+    /// listed and every one that vanished while it was down. An InitTemplate
+    /// change kicks every worker.
     pub async fn run(self, cancel: CancellationToken) {
-        use kube::runtime::controller::{Action, Controller};
         use kube::runtime::reflector;
 
+        let ar = inittarget_resource();
+        let writer = reflector::store::Writer::new(ar.clone());
         let mgr = Arc::new(Manager {
             shared: self.shared.clone(),
+            store: writer.as_reader(),
             running: std::sync::Mutex::new(HashMap::new()),
             cancel: cancel.clone(),
         });
@@ -293,63 +299,132 @@ impl InitAgent {
         }
         info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
 
-        let ar = inittarget_resource();
+        let queue: Arc<WorkQueue<String>> =
+            WorkQueue::new(Duration::from_millis(500), Duration::from_secs(30));
+        crate::runner::spawn_workers(&mut tasks, 1, mgr.clone(), queue.clone(), cancel.clone());
+
         let targets: Api<DynamicObject> = Api::all_with(self.shared.config_client.clone(), &ar);
-        let writer = reflector::store::Writer::new(ar.clone());
-        let store = writer.as_reader();
-        let mut listing: Vec<String> = Vec::new();
-        let events_mgr = mgr.clone();
         let config_workspace = self.shared.config_workspace.clone();
-        let stream = reflector::reflector(
-            writer,
-            watcher(targets, watcher::Config::default().labels(&self.selector)),
-        )
-        .default_backoff()
-        .inspect(move |ev| match ev {
-            Ok(watcher::Event::Init) => listing.clear(),
-            Ok(watcher::Event::InitApply(o)) => listing.extend(o.metadata.uid.clone()),
-            // Targets gone while the watch was down.
-            Ok(watcher::Event::InitDone) => events_mgr.retain(&listing),
-            Ok(watcher::Event::Delete(o)) => {
-                if let Some(uid) = &o.metadata.uid {
-                    events_mgr.stop(uid);
+        // Names of the list in progress, and of the last complete one.
+        let (mut listing, mut listed) = (Vec::<String>::new(), Vec::<String>::new());
+        // The reflector owns its store's writer, which cannot be made twice:
+        // the watch runs once, for the life of the agent (it re-lists and
+        // retries by itself; crate::watch::drive paces it).
+        let watch = crate::watch::drive(
+            reflector::reflector(
+                writer,
+                watcher(targets, watcher::Config::default().labels(&self.selector)),
+            ),
+            |ev| match ev {
+                watcher::Event::Init => listing.clear(),
+                watcher::Event::InitApply(o) => listing.extend(o.metadata.name.clone()),
+                watcher::Event::InitDone => {
+                    // Targets gone while the watch was down are reconciled
+                    // once more, to stop their workers.
+                    for name in listed.iter().filter(|n| !listing.contains(n)) {
+                        queue.add(name.clone());
+                    }
+                    listed = std::mem::take(&mut listing);
+                    for name in &listed {
+                        queue.add(name.clone());
+                    }
                 }
-            }
-            Ok(watcher::Event::Apply(_)) => {}
-            Err(e) => {
+                watcher::Event::Apply(o) | watcher::Event::Delete(o) => {
+                    if let Some(name) = o.metadata.name {
+                        queue.add(name);
+                    }
+                }
+            },
+            |e, retry, report| {
+                if !report {
+                    debug!(error = %e, ?retry, "InitTarget watch failed again");
+                    return;
+                }
                 let hint = match e {
                     watcher::Error::InitialListFailed(kube::Error::Api(s))
                     | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => match s.code {
-                        404 => "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)",
-                        401 | 403 => "; grant the agent's user get/list/watch on inittargets and inittemplates there",
+                        404 => {
+                            "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
+                        }
+                        401 | 403 => {
+                            "; grant the agent's user get/list/watch on inittargets and inittemplates there"
+                        }
                         _ => "",
                     },
                     _ => "",
                 };
-                warn!(error = %e, "watching InitTargets in workspace {config_workspace} failed{hint}; retrying");
-            }
-        })
-        .applied_objects();
-        Controller::for_stream_with(stream, store, ar)
-            .graceful_shutdown_on(cancel.clone().cancelled_owned())
-            .run(
-                |obj: Arc<DynamicObject>, mgr: Arc<Manager>| async move {
-                    mgr.reconcile(&obj);
-                    Ok::<_, InitError>(Action::requeue(RESYNC))
-                },
-                |_obj, _err: &InitError, _mgr| Action::requeue(Duration::from_secs(2)),
-                mgr.clone(),
-            )
-            .for_each(|_| async {})
-            .await;
+                warn!(error = %e, ?retry, "watching InitTargets in workspace {config_workspace} failed{hint}; retrying");
+            },
+        );
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = watch => {}
+        }
+        queue.shut_down();
         mgr.stop_all();
         tasks.abort_all();
+    }
+}
+
+impl crate::runner::Reconcile for Manager {
+    type Key = String;
+    type Error = String;
+    const TASK: &'static str = "inittarget-worker";
+
+    fn name(&self) -> &str {
+        "inittargets"
+    }
+
+    /// In memory only: starts, restarts, kicks or stops a target's worker.
+    fn reconcile<'a>(
+        &'a self,
+        name: &'a String,
+    ) -> futures::future::BoxFuture<'a, Result<Outcome, String>> {
+        Box::pin(async move {
+            match self
+                .store
+                .get(&ObjectRef::new_with(name, inittarget_resource()))
+            {
+                Some(obj) => {
+                    self.reconcile_target(&obj);
+                    Ok(Outcome::Done)
+                }
+                None => {
+                    self.stop_named(name);
+                    Ok(Outcome::Gone)
+                }
+            }
+        })
+    }
+
+    fn panicked(&self, message: String) -> String {
+        message
+    }
+
+    fn record<'a>(
+        &'a self,
+        name: &'a String,
+        result: &'a Result<Outcome, String>,
+        _took: Duration,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(e) = result {
+                warn!(init_target = %name, error = %e, "reconciling the InitTarget failed; retrying");
+            }
+        })
+    }
+
+    /// Every change is a watch event and the reconcile reads only the
+    /// store: nothing to heal on a timer.
+    fn resync_period(&self) -> Option<Duration> {
+        None
     }
 }
 
 /// The running target workers, by InitTarget UID.
 struct Manager {
     shared: Arc<Shared>,
+    store: kube::runtime::reflector::Store<DynamicObject>,
     running: std::sync::Mutex<HashMap<String, Running>>,
     cancel: CancellationToken,
 }
@@ -365,17 +440,13 @@ impl Manager {
         }
     }
 
-    fn stop(&self, uid: &str) {
-        if let Some(r) = self.running().remove(uid) {
-            r.cancel.cancel();
-        }
-    }
-
-    /// Stop the workers of targets not in `uids`.
-    fn retain(&self, uids: &[String]) {
-        self.running().retain(|uid, r| {
-            let keep = uids.contains(uid);
+    /// Stop the worker of the InitTarget called `name` (gone, or no longer
+    /// selected).
+    fn stop_named(&self, name: &str) {
+        self.running().retain(|_, r| {
+            let keep = r.name != name;
             if !keep {
+                info!(init_target = %name, "InitTarget is gone; stopping its worker");
                 r.cancel.cancel();
             }
             keep
@@ -389,7 +460,7 @@ impl Manager {
     }
 
     /// Start, restart or kick the worker of one InitTarget.
-    fn reconcile(&self, obj: &DynamicObject) {
+    fn reconcile_target(&self, obj: &DynamicObject) {
         let name = obj.metadata.name.clone().unwrap_or_default();
         let Some(uid) = obj.metadata.uid.clone() else {
             return;
@@ -413,6 +484,15 @@ impl Manager {
         let fingerprint =
             serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
         let mut running = self.running();
+        // The same name with another UID: the target was deleted and
+        // created again; the old worker goes.
+        running.retain(|old_uid, r| {
+            let keep = r.name != name || *old_uid == uid;
+            if !keep {
+                r.cancel.cancel();
+            }
+            keep
+        });
         if let Some(r) = running.get_mut(&uid) {
             if r.fingerprint == fingerprint {
                 if r.resource_version != resource_version {
@@ -444,6 +524,7 @@ impl Manager {
         running.insert(
             uid,
             Running {
+                name,
                 fingerprint,
                 resource_version,
                 cancel: worker_cancel,
@@ -453,22 +534,29 @@ impl Manager {
     }
 }
 
-/// Drive a watch and wake `notify` on every change; kube's watcher re-lists
-/// after errors, the backoff keeps a missing CRD from spinning.
+/// Drive a watch and wake `notify` on every change (paced and reported by
+/// [`crate::watch::drive`], so a missing CRD does not spin).
 async fn notify_on_events<S>(what: &'static str, stream: S, notify: Arc<Notify>)
 where
     S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
 {
-    let mut stream = std::pin::pin!(stream.default_backoff());
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::Apply(_))
-            | Ok(watcher::Event::Delete(_))
-            | Ok(watcher::Event::InitDone) => notify.notify_one(),
-            Ok(_) => {}
-            Err(e) => warn!(watch = what, error = %e, "watch failed; retrying"),
-        }
-    }
+    crate::watch::drive(
+        stream,
+        |ev| {
+            if matches!(
+                ev,
+                watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
+            ) {
+                notify.notify_one();
+            }
+        },
+        |e, retry, report| {
+            if report {
+                warn!(watch = what, error = %e, ?retry, "watch failed; retrying");
+            }
+        },
+    )
+    .await;
 }
 
 /// Lease name for leader election: one per config workspace, so agents

@@ -1,6 +1,8 @@
-//! The one way keyed work is done, by the sync controllers (a key per kcp
-//! object) and the init workers (a key per initializing workspace): in
-//! kube-runtime's terms, the scheduler and the runner.
+//! The one way keyed work is done: by the sync controllers (a key per kcp
+//! object), the init workers (a key per initializing workspace), the
+//! InitTarget manager (a key per InitTarget) and the WasmPlugin controller
+//! (a key per WasmPlugin). In kube-runtime's terms, the scheduler and the
+//! runner.
 //!
 //! - [`queue::WorkQueue`] schedules keys: each at most once, never by two
 //!   workers at a time, with one pending entry and one timer per key, and a
