@@ -67,6 +67,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         agent = %opts.agent_name,
         export = %kcp.export_name,
         export_workspace = %kcp.export_workspace,
+        partition = ?kcp.partition,
         "connected to kcp"
     );
     // The namespace holds the Lease too: created before the election (and
@@ -92,7 +93,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         opts.common.enable_leader_election,
         &lease_client,
         &opts.namespace,
-        &format!("syncagent.{}", opts.agent_name),
+        &lease_name(&opts.agent_name, &kcp),
         opts.common.leader_timings()?,
         cancel.clone(),
     )
@@ -281,6 +282,17 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         tracing::warn!(grace = ?SHUTDOWN_GRACE, "workers did not stop in time; exiting anyway");
     }
     finish(lease, servers).await
+}
+
+/// The sync agent's Lease: `syncagent.<agent-name>` as upstream's, so
+/// replicas of either binary elect among themselves; for a partitioned
+/// endpoint slice, one per slice, so that the agents serving the other
+/// partitions of the same export under the same name each have their own.
+fn lease_name(agent_name: &str, kcp: &crate::kcp::KcpContext) -> String {
+    match &kcp.partition {
+        Some(_) => format!("syncagent.{agent_name}.{}", kcp.slice_name),
+        None => format!("syncagent.{agent_name}"),
+    }
 }
 
 /// After the workers stopped: hand the lease over (a graceful stop) and

@@ -59,6 +59,10 @@ pub struct KcpContext {
     /// `https://host:port`, without `/clusters/…`.
     pub base_url: String,
     pub slice_name: String,
+    /// The slice's `spec.partition`: it lists only the shards that
+    /// Partition selects, and other agents serve the other partitions of
+    /// the same APIExport.
+    pub partition: Option<String>,
     /// Workspace of the endpoint slice (as given in the kubeconfig).
     pub slice_workspace: String,
     pub slice_client: Client,
@@ -127,8 +131,15 @@ impl KcpContext {
             });
         }
         let endpoints = Arc::new(watch::Sender::new(urls_of(&slice)));
+        let partition = slice
+            .data
+            .pointer("/spec/partition")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
         Ok(KcpContext {
             endpoints,
+            partition,
             base_config: cfg,
             base_url,
             slice_name: slice_name.into(),

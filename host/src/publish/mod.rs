@@ -39,6 +39,11 @@ use crate::sync::syncer::{PluginSet, SyncContext};
 
 /// The shortest time between two publishing passes woken by events.
 const PACE: Duration = Duration::from_secs(1);
+/// While kcp does not serve a published resource yet (the endpoint slice
+/// lists no URL, or a shard's virtual workspace does not serve the
+/// resource), the longest wait before looking again: kcp gets there within
+/// seconds of a binding, which no event of the agent's tells.
+const SERVE_POLL_MAX: Duration = Duration::from_secs(5);
 
 pub struct PublishConfig {
     pub agent_name: String,
@@ -85,6 +90,8 @@ pub struct Publisher {
     /// a pass woken by another resource's change (a CRD, a PR, a plugin)
     /// reuses it, with no CRD read, projection plugin call or schema GET.
     resolved: HashMap<String, (String, Arc<schema::Resolved>)>,
+    /// The last pass found a resource that kcp does not serve yet.
+    waiting_for_kcp: bool,
 }
 
 impl Publisher {
@@ -112,6 +119,7 @@ impl Publisher {
             state,
             kcp_events: Default::default(),
             resolved: HashMap::new(),
+            waiting_for_kcp: false,
         }
     }
 
@@ -208,7 +216,9 @@ impl Publisher {
                     }
                 }
             };
-            let idle = if pending {
+            let idle = if pending && self.waiting_for_kcp {
+                backoff.next_delay().min(SERVE_POLL_MAX)
+            } else if pending {
                 backoff.next_delay()
             } else {
                 backoff.reset();
@@ -294,6 +304,7 @@ impl Publisher {
             .published_resources
             .set(prs.len() as i64);
         let mut pending = false;
+        self.waiting_for_kcp = false;
         let mut schemas = BTreeMap::new();
         let mut ready = Vec::new();
         // Which PublishedResource publishes each group/resource in kcp.
@@ -601,7 +612,10 @@ impl Publisher {
                     self.set_condition(api, &name, "True", "Syncing", &syncing_message)
                         .await;
                 }
-                Ok(None) => pending = true,
+                Ok(None) => {
+                    pending = true;
+                    self.waiting_for_kcp = true;
+                }
                 Err(e) => {
                     warn!(published_resource = %name, error = %e, "cannot start syncing");
                     self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
@@ -755,6 +769,18 @@ impl Publisher {
         })
     }
 
+    /// The type of the condition this agent writes on PublishedResources:
+    /// `Ready`, as upstream; with a partitioned endpoint slice
+    /// `<slice>/Ready`, one per agent, since each sees only its partition's
+    /// objects (sharing one condition, agents would overwrite each other's
+    /// failures on every pass).
+    fn condition_type(&self) -> String {
+        match &self.kcp.partition {
+            Some(_) => format!("{}/Ready", self.kcp.slice_name),
+            None => "Ready".into(),
+        }
+    }
+
     async fn set_condition(
         &self,
         api: &Api<PublishedResource>,
@@ -780,8 +806,9 @@ impl Publisher {
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
+        let type_ = self.condition_type();
         if current.iter().any(|c| {
-            c.type_ == "Ready" && c.status == status && c.reason == reason && c.message == message
+            c.type_ == type_ && c.status == status && c.reason == reason && c.message == message
         }) {
             return;
         }
@@ -799,10 +826,28 @@ impl Publisher {
             }
         }
         let now = k8s_openapi::jiff::Timestamp::now();
-        let p = json!({"status": {"conditions": [{
-            "type": "Ready", "status": status, "reason": reason, "message": message,
+        let ours = json!({
+            "type": type_, "status": status, "reason": reason, "message": message,
             "lastTransitionTime": now.to_string(),
-        }]}});
+        });
+        let p = if self.kcp.partition.is_some() {
+            // The agents of the other partitions keep their conditions: the
+            // list is written whole (a merge patch replaces arrays), so only
+            // over the version it was read from (a conflict is retried by
+            // the pass its watch event wakes).
+            let mut conditions: Vec<serde_json::Value> = current
+                .iter()
+                .filter(|c| c.type_ != type_)
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect();
+            conditions.push(ours);
+            json!({
+                "metadata": {"resourceVersion": pr.metadata.resource_version},
+                "status": {"conditions": conditions},
+            })
+        } else {
+            json!({"status": {"conditions": [ours]}})
+        };
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&p))
             .await
