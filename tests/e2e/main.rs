@@ -12,6 +12,7 @@ mod cost;
 mod faults;
 mod init;
 mod legacy;
+mod multikcp;
 mod mutation;
 mod ops;
 mod outages;

@@ -354,44 +354,86 @@ impl Env {
         served: &kube::api::GroupVersionKind,
         plural: &str,
     ) -> (Workspace, Client) {
-        let kcp = self.kcp;
-        let ws = kcp
-            .create_workspace_in(&self.org.path, name, region)
-            .await
-            .expect("consumer workspace");
-        let client = kcp.client(&ws.path).await.unwrap();
-        apply(
-            &client,
-            &json!({
-                "apiVersion": "apis.kcp.io/v1alpha1",
-                "kind": "APIBinding",
-                "metadata": {"name": EXPORT},
-                "spec": {
-                    "reference": {"export": {"path": self.provider.path, "name": EXPORT}},
-                    "permissionClaims": claims
-                        .iter()
-                        .map(|(g, r)| json!({"group": g, "resource": r, "all": true, "state": "Accepted"}))
-                        .collect::<Vec<_>>(),
-                },
-            }),
-        )
-        .await
-        .expect("APIBinding");
-        let objects = dynamic_api(&client, served, plural, Some("default"));
-        eventually(
-            &format!("{plural} served in consumer {name}"),
-            Duration::from_secs(90),
-            || async {
-                objects
-                    .list(&Default::default())
-                    .await
-                    .map(|_| Some(()))
-                    .map_err(|e| e.to_string())
+        bind_consumer(
+            self.kcp,
+            &self.org.path,
+            &self.provider.path,
+            Consumer {
+                name,
+                region,
+                claims,
+                served,
+                plural,
             },
         )
-        .await;
-        (ws, client)
+        .await
     }
+}
+
+/// A consumer workspace to create by [`bind_consumer`].
+pub struct Consumer<'a> {
+    pub name: &'a str,
+    /// The shard label `region` to schedule it on, if any.
+    pub region: Option<&'a str>,
+    /// The export's permission claims it accepts, as (group, resource).
+    pub claims: &'a [(&'a str, &'a str)],
+    /// What the export serves there, waited for.
+    pub served: &'a kube::api::GroupVersionKind,
+    pub plural: &'a str,
+}
+
+/// A consumer workspace in `kcp` under `org`, bound to the APIExport
+/// [`EXPORT`] of workspace `provider`, once the published resource is
+/// served there.
+pub async fn bind_consumer(
+    kcp: &Kcp,
+    org: &str,
+    provider: &str,
+    c: Consumer<'_>,
+) -> (Workspace, Client) {
+    let Consumer {
+        name,
+        region,
+        claims,
+        served,
+        plural,
+    } = c;
+    let ws = kcp
+        .create_workspace_in(org, name, region)
+        .await
+        .expect("consumer workspace");
+    let client = kcp.client(&ws.path).await.unwrap();
+    apply(
+        &client,
+        &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIBinding",
+            "metadata": {"name": EXPORT},
+            "spec": {
+                "reference": {"export": {"path": provider, "name": EXPORT}},
+                "permissionClaims": claims
+                    .iter()
+                    .map(|(g, r)| json!({"group": g, "resource": r, "all": true, "state": "Accepted"}))
+                    .collect::<Vec<_>>(),
+            },
+        }),
+    )
+    .await
+    .expect("APIBinding");
+    let objects = dynamic_api(&client, served, plural, Some("default"));
+    eventually(
+        &format!("{plural} served in consumer {name}"),
+        Duration::from_secs(90),
+        || async {
+            objects
+                .list(&Default::default())
+                .await
+                .map(|_| Some(()))
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await;
+    (ws, client)
 }
 
 /// The ServiceAccount the Helm chart creates for a release named `syncweave`.
