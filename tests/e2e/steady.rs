@@ -206,3 +206,41 @@ async fn a_crd_change_reconciles_only_the_resource_that_selects_it() {
         "kcp GETs: {before:?} → {after:?}"
     );
 }
+
+/// An APIExport that no workspace has bound yet is not polled: the agent
+/// publishes, finds no URL in the endpoint slice, and then sends nothing
+/// but watches until a workspace binds the export, which the slice's watch
+/// tells it at once (the positive signal: the first object is synced
+/// promptly after the quiet window).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_export_nobody_has_bound_is_not_polled() {
+    let mut env = Env::prepare("unbound", crate::binary()).await;
+    let metrics = free_port();
+    env.start_agent(&[&format!("--metrics-address=127.0.0.1:{metrics}")]);
+    env.publish().await;
+    env.wait_for_schema("publish-crontabs").await;
+
+    settle(metrics).await;
+    let before = requests_sent(metrics).await;
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let after = requests_sent(metrics).await;
+    assert_eq!(
+        non_watch(&before),
+        non_watch(&after),
+        "requests other than watches while nobody has bound the export"
+    );
+
+    let (consumer, client) = env.consumer("consumer").await;
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("first", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    eventually("the first copy", Duration::from_secs(30), || async {
+        get_opt(&copies, &default_copy_name("default", "first")).await
+    })
+    .await;
+}

@@ -612,6 +612,12 @@ impl Publisher {
                     self.set_condition(api, &name, "True", "Syncing", &syncing_message)
                         .await;
                 }
+                // No workspace has bound the export yet: the slice's watch
+                // wakes the loop when one does (the URLs are part of the
+                // inputs), so nothing is polled meanwhile.
+                Ok(None) if self.kcp.endpoints().borrow().is_empty() => {}
+                // A shard's virtual workspace does not serve the resource
+                // yet: no event says when it does, so look again soon.
                 Ok(None) => {
                     pending = true;
                     self.waiting_for_kcp = true;
