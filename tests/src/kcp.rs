@@ -207,8 +207,33 @@ pub fn kcp_binary() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// A port to listen on that nothing listens on now.
+///
+/// Taken below the kernel's ephemeral range (`ip_local_port_range`, from
+/// 32768 by default), not by binding port 0: a port-0 pick is an ephemeral
+/// port, which any outgoing connection of the many the tests make (agents,
+/// kcp, API servers) can take between the pick and the server's own bind,
+/// and a service cluster whose etcd lost its port that way never became
+/// ready. Ports are handed out in turn from an offset that depends on the
+/// process, so two picks of one test process never collide either.
 pub(crate) fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 10_000;
+    const SPAN: u32 = 22_000; // up to 31 999, below the ephemeral range
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % SPAN,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free port between {LOW} and {}", LOW + SPAN - 1)
 }
 
 fn start() -> Result<Kcp> {
