@@ -39,10 +39,10 @@ use crate::sync::syncer::{PluginSet, SyncContext};
 
 /// The shortest time between two publishing passes woken by events.
 const PACE: Duration = Duration::from_secs(1);
-/// While kcp does not serve a published resource yet (the endpoint slice
-/// lists no URL, or a shard's virtual workspace does not serve the
-/// resource), the longest wait before looking again: kcp gets there within
-/// seconds of a binding, which no event of the agent's tells.
+/// While a shard's virtual workspace does not serve a published resource
+/// yet, the longest wait before looking again: kcp gets there within
+/// seconds of a binding, which no event the agent watches tells. (A slice
+/// without URLs is not polled: its watch tells when a workspace binds.)
 const SERVE_POLL_MAX: Duration = Duration::from_secs(5);
 
 pub struct PublishConfig {
