@@ -38,6 +38,7 @@ use crate::apis::InitTarget;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 use crate::kubeconfig::base_of;
 use crate::runner::Outcome;
+use crate::runner::feed::Feed;
 use crate::runner::queue::WorkQueue;
 use render::{RendererError, Renderers};
 use syncweave_runtime::PluginFailure;
@@ -305,8 +306,18 @@ impl InitAgent {
 
         let targets: Api<DynamicObject> = Api::all_with(self.shared.config_client.clone(), &ar);
         let config_workspace = self.shared.config_workspace.clone();
-        // Names of the list in progress, and of the last complete one.
-        let (mut listing, mut listed) = (Vec::<String>::new(), Vec::<String>::new());
+        // Every change of a target is a new resourceVersion; a target gone
+        // (deleted, no longer selected, or vanished while the watch was
+        // down) is reconciled once more, to stop its worker.
+        let mut feed = Feed::new(
+            |o: &DynamicObject| o.metadata.name.clone(),
+            |o: &DynamicObject| {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                o.metadata.resource_version.hash(&mut h);
+                h.finish()
+            },
+        );
         // The reflector owns its store's writer, which cannot be made twice:
         // the watch runs once, for the life of the agent (it re-lists and
         // retries by itself; crate::watch::drive paces it).
@@ -315,26 +326,7 @@ impl InitAgent {
                 writer,
                 watcher(targets, watcher::Config::default().labels(&self.selector)),
             ),
-            |ev| match ev {
-                watcher::Event::Init => listing.clear(),
-                watcher::Event::InitApply(o) => listing.extend(o.metadata.name.clone()),
-                watcher::Event::InitDone => {
-                    // Targets gone while the watch was down are reconciled
-                    // once more, to stop their workers.
-                    for name in listed.iter().filter(|n| !listing.contains(n)) {
-                        queue.add(name.clone());
-                    }
-                    listed = std::mem::take(&mut listing);
-                    for name in &listed {
-                        queue.add(name.clone());
-                    }
-                }
-                watcher::Event::Apply(o) | watcher::Event::Delete(o) => {
-                    if let Some(name) = o.metadata.name {
-                        queue.add(name);
-                    }
-                }
-            },
+            |ev| feed.on_event(&ev, &queue),
             |e, retry, report| {
                 if !report {
                     debug!(error = %e, ?retry, "InitTarget watch failed again");

@@ -26,6 +26,7 @@ use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_R
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
 use crate::plugin_fetch::{FetchContext, PluginRef};
 use crate::runner::Outcome as RunOutcome;
+use crate::runner::feed::Feed;
 use crate::runner::queue::WorkQueue;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 
@@ -481,53 +482,29 @@ pub async fn run_with(
         cancel.clone(),
     );
 
-    // The spec each plugin was last enqueued for, and the plugins of the
-    // list in progress (a re-list after the watch was down finds deletions).
-    let mut versions: HashMap<String, u64> = HashMap::new();
-    let mut listing: HashMap<String, u64> = HashMap::new();
+    // A plugin is checked when its spec changes, not on the controller's
+    // own status writes.
+    let mut feed = Feed::new(|wp: &WasmPlugin| wp.metadata.name.clone(), spec_version);
     // The reflector owns its store's writer, which cannot be made twice: the
     // watch runs once, for the life of the controller (it re-lists and
     // retries by itself; crate::watch::drive paces it).
     let watch = crate::watch::drive(
         reflector::reflector(writer, watcher(api, watcher::Config::default())),
-        |ev| match ev {
-            watcher::Event::Init => listing.clear(),
-            watcher::Event::InitApply(wp) => {
-                listing.insert(wp.name_any(), spec_version(&wp));
-            }
-            watcher::Event::InitDone => {
-                let listed = std::mem::take(&mut listing);
-                registry.retain(|n| listed.contains_key(n));
-                registry.mark_synced();
-                // Deleted while the watch was down: reconciled once more,
-                // to find them gone (see Delete).
-                versions.retain(|name, _| {
-                    let keep = listed.contains_key(name);
-                    if !keep {
-                        queue.add(name.clone());
-                    }
-                    keep
-                });
-                for (name, version) in listed {
-                    if versions.insert(name.clone(), version) != Some(version) {
-                        queue.add(name);
-                    }
+        |ev| {
+            // A deleted plugin is reconciled once more: it finds the object
+            // gone, drops it from the registry and its ConfigMap watch, and
+            // forgets the key (no timer is left behind).
+            feed.on_event(&ev, &queue);
+            match ev {
+                watcher::Event::InitDone => {
+                    // Objects deleted while the watch was down.
+                    registry.retain(|n| feed.contains(&n.to_string()));
+                    registry.mark_synced();
                 }
-            }
-            watcher::Event::Apply(wp) => {
-                let (name, version) = (wp.name_any(), spec_version(&wp));
-                if versions.insert(name.clone(), version) != Some(version) {
-                    queue.add(name);
+                watcher::Event::Delete(wp) => {
+                    debug!(wasmplugin = %wp.name_any(), "WasmPlugin deleted");
                 }
-            }
-            watcher::Event::Delete(wp) => {
-                let name = wp.name_any();
-                debug!(wasmplugin = %name, "WasmPlugin deleted");
-                versions.remove(&name);
-                // Reconciled once more: it finds the object gone, drops it
-                // from the registry and its ConfigMap watch, and forgets the
-                // key (no timer is left behind).
-                queue.add(name);
+                _ => {}
             }
         },
         |e, retry, report| {

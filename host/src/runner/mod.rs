@@ -17,6 +17,7 @@
 //! to each controller: kcp objects are keyed by logical cluster, which
 //! kube-runtime's `Controller` cannot do.
 
+pub mod feed;
 pub mod queue;
 
 use std::fmt::Display;

@@ -1,0 +1,152 @@
+//! From one watch's events to the keys a controller must reconcile: the
+//! glue between a reflector-fed store and a [`WorkQueue`], in kube-runtime's
+//! terms the trigger of a `Controller`.
+//!
+//! - A key is enqueued when its object appears or its *version* changes
+//!   (the controller says what counts: a spec hash, so that its own status
+//!   writes do not trigger it, or the resourceVersion).
+//! - A deleted object's key is enqueued once more: its reconcile finds the
+//!   object gone, cleans up, and returns [`super::Outcome::Gone`].
+//! - After each (re-)list, the keys of objects that vanished while the watch
+//!   was down are enqueued the same way, and a listed object is enqueued only
+//!   if it changed meanwhile.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use kube::runtime::watcher::Event;
+
+use super::queue::WorkQueue;
+
+pub struct Feed<O, K> {
+    key: fn(&O) -> Option<K>,
+    version: fn(&O) -> u64,
+    /// The version each existing object was last enqueued for.
+    seen: HashMap<K, u64>,
+    /// The objects of the list in progress.
+    listing: HashMap<K, u64>,
+}
+
+impl<O, K: Clone + Eq + Hash + Send + Sync + 'static> Feed<O, K> {
+    pub fn new(key: fn(&O) -> Option<K>, version: fn(&O) -> u64) -> Self {
+        Feed {
+            key,
+            version,
+            seen: HashMap::new(),
+            listing: HashMap::new(),
+        }
+    }
+
+    /// Enqueue on `queue` what `ev` asks to reconcile.
+    pub fn on_event(&mut self, ev: &Event<O>, queue: &WorkQueue<K>) {
+        match ev {
+            Event::Init => self.listing.clear(),
+            Event::InitApply(o) => {
+                if let Some(k) = (self.key)(o) {
+                    self.listing.insert(k, (self.version)(o));
+                }
+            }
+            Event::InitDone => {
+                let listed = std::mem::take(&mut self.listing);
+                self.seen.retain(|k, _| {
+                    let keep = listed.contains_key(k);
+                    if !keep {
+                        queue.add(k.clone());
+                    }
+                    keep
+                });
+                for (k, version) in listed {
+                    self.changed(k, version, queue);
+                }
+            }
+            Event::Apply(o) => {
+                if let Some(k) = (self.key)(o) {
+                    self.changed(k, (self.version)(o), queue);
+                }
+            }
+            Event::Delete(o) => {
+                if let Some(k) = (self.key)(o) {
+                    self.seen.remove(&k);
+                    queue.add(k);
+                }
+            }
+        }
+    }
+
+    /// Whether the object of `key` exists, as of the last complete list and
+    /// the events since.
+    pub fn contains(&self, key: &K) -> bool {
+        self.seen.contains_key(key)
+    }
+
+    fn changed(&mut self, k: K, version: u64, queue: &WorkQueue<K>) {
+        if self.seen.insert(k.clone(), version) != Some(version) {
+            queue.add(k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// (name, version) stands for an object.
+    type Obj = (&'static str, u64);
+
+    fn feed() -> Feed<Obj, String> {
+        Feed::new(|o| Some(o.0.to_string()), |o| o.1)
+    }
+
+    fn drain(queue: &Arc<WorkQueue<String>>) -> Vec<String> {
+        let mut keys = Vec::new();
+        while !queue.is_empty() {
+            let k = futures::executor::block_on(queue.get()).unwrap();
+            queue.done(&k);
+            keys.push(k);
+        }
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn changes_deletions_and_relists_enqueue_exactly_what_to_reconcile() {
+        let queue: Arc<WorkQueue<String>> =
+            WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
+        let mut f = feed();
+        for ev in [
+            Event::Init,
+            Event::InitApply(("a", 1)),
+            Event::InitApply(("b", 1)),
+            Event::InitDone,
+        ] {
+            f.on_event(&ev, &queue);
+        }
+        assert_eq!(drain(&queue), ["a", "b"], "the first list enqueues all");
+
+        f.on_event(&Event::Apply(("a", 1)), &queue);
+        assert!(drain(&queue).is_empty(), "same version: nothing to do");
+        f.on_event(&Event::Apply(("a", 2)), &queue);
+        assert_eq!(drain(&queue), ["a"]);
+
+        f.on_event(&Event::Delete(("a", 2)), &queue);
+        assert_eq!(drain(&queue), ["a"], "a deletion is reconciled once more");
+        assert!(!f.contains(&"a".to_string()));
+
+        // The watch was down: b vanished, c appeared, d is unchanged.
+        f.on_event(&Event::Apply(("d", 1)), &queue);
+        drain(&queue);
+        for ev in [
+            Event::Init,
+            Event::InitApply(("c", 1)),
+            Event::InitApply(("d", 1)),
+            Event::InitDone,
+        ] {
+            f.on_event(&ev, &queue);
+        }
+        assert_eq!(drain(&queue), ["b", "c"], "vanished and new, not unchanged");
+        assert!(f.contains(&"d".to_string()) && !f.contains(&"b".to_string()));
+    }
+}
