@@ -130,7 +130,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             cancel.clone(),
         ))
     });
-    let publisher = Publisher::new(
+    let (publisher, parts) = Publisher::new(
         PublishConfig {
             agent_name: opts.agent_name.clone(),
             namespace: opts.namespace.clone(),
@@ -145,7 +145,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         recorder,
     );
     // Joined at shutdown; it supervises what it starts.
-    let run = tokio::spawn(publisher.run(cancel.clone()));
+    let run = tokio::spawn(publisher.run(parts, cancel.clone()));
     shutdown_signal(cancel.clone()).await;
     info!("shutting down");
     cancel.cancel();

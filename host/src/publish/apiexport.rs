@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::apis::PublishedResource;
+
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
@@ -46,14 +48,14 @@ impl Claim {
 }
 
 /// Update the export so it lists `schemas` (name per group/resource) and
-/// claims `claims`. Returns whether anything changed.
+/// claims `claims`. Returns the schemas it lists now.
 pub async fn reconcile(
     client: &Client,
     export_name: &str,
     agent_name: &str,
     schemas: &BTreeMap<String, String>,
     claims: &[Claim],
-) -> Result<bool, ExportError> {
+) -> Result<Vec<String>, ExportError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &kcpapi::apiexport());
     let err = |action| {
         move |source| ExportError {
@@ -116,7 +118,7 @@ pub async fn reconcile(
 
     let annotated = obj["metadata"]["annotations"][AGENT_NAME_LABEL] == agent_name;
     if wanted == existing && added_claims.is_empty() && annotated {
-        return Ok(false);
+        return Ok(wanted);
     }
     let added: Vec<&String> = wanted.iter().filter(|s| !existing.contains(s)).collect();
     let removed: Vec<&String> = existing.iter().filter(|s| !wanted.contains(s)).collect();
@@ -165,5 +167,120 @@ pub async fn reconcile(
         let event = crate::sync::events::event_for(&written, agent_name, warning, reason, &message);
         crate::sync::events::post(client.clone(), event).await;
     }
-    Ok(true)
+    Ok(wanted)
+}
+
+/// The APIExport's permission claims, as upstream: events always;
+/// namespaces as soon as one resource filters on them or has related
+/// resources; LogicalClusters with workspace paths; and every related
+/// resource's kcp-side type that the export does not own (`schemas`, by
+/// group/resource), with its identity hash.
+pub fn permission_claims(
+    prs: &[&PublishedResource],
+    schemas: &BTreeMap<String, String>,
+) -> Vec<Claim> {
+    let mut claims = vec![Claim::new("", "events")];
+    let namespaces = Claim::new("", "namespaces");
+    let related: Vec<_> = prs
+        .iter()
+        .flat_map(|pr| pr.spec.related.iter().flatten())
+        .collect();
+    let namespace_filter = prs.iter().any(|pr| {
+        pr.spec
+            .filter
+            .as_ref()
+            .is_some_and(|f| f.namespace.is_some())
+    });
+    if namespace_filter || !related.is_empty() {
+        claims.push(namespaces);
+    }
+    if prs
+        .iter()
+        .any(|pr| pr.spec.enable_workspace_paths == Some(true))
+    {
+        claims.push(Claim::new("core.kcp.io", "logicalclusters"));
+    }
+    for r in related {
+        let (group, _, resource) = r.kcp_gvr();
+        // Schema names spell the core group `core`.
+        let key_group = if group.is_empty() {
+            "core"
+        } else {
+            group.as_str()
+        };
+        let owned = schemas.contains_key(&format!("{resource}.{key_group}"));
+        let claim = Claim {
+            group,
+            resource,
+            identity_hash: r.identity_hash.clone().unwrap_or_default(),
+        };
+        if !owned && !claims.contains(&claim) {
+            claims.push(claim);
+        }
+    }
+    claims
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(yaml: &str) -> PublishedResource {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    fn names(claims: &[Claim]) -> Vec<String> {
+        let mut v: Vec<String> = claims
+            .iter()
+            .map(|c| format!("{}/{}/{}", c.group, c.resource, c.identity_hash))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn claims_follow_related_resources() {
+        let plain =
+            pr("{metadata: {name: a}, spec: {resource: {apiGroup: example.com, kind: CronTab}}}");
+        let schemas = BTreeMap::from([(
+            "crontabs.example.com".to_string(),
+            "v1.crontabs.example.com".to_string(),
+        )]);
+        assert_eq!(names(&permission_claims(&[&plain], &schemas)), ["/events/"]);
+        let related = pr(r#"
+metadata: {name: b}
+spec:
+  resource: {apiGroup: example.com, kind: CronTab}
+  related:
+    - {identifier: s, origin: service, kind: Secret, object: {reference: {path: a}}}
+    - {identifier: c, origin: kcp, kind: ConfigMap, object: {reference: {path: a}}}
+    - {identifier: o, origin: service, group: example.com, version: v1, resource: crontabs, object: {reference: {path: a}}}
+    - {identifier: f, origin: kcp, group: other.io, version: v1, resource: things, identityHash: abc, object: {reference: {path: a}}}
+    - {identifier: p, origin: service, kind: Secret, projection: {resource: configmaps}, object: {reference: {path: a}}}
+"#);
+        assert_eq!(
+            names(&permission_claims(&[&plain, &related], &schemas)),
+            [
+                "/configmaps/",
+                "/events/",
+                "/namespaces/",
+                "/secrets/",
+                "other.io/things/abc"
+            ]
+        );
+        // A core type the export itself serves (pods published by another
+        // PublishedResource) is owned, not claimed.
+        let pods = pr(r#"
+metadata: {name: c}
+spec:
+  resource: {apiGroup: apps, kind: Deployment}
+  related:
+    - {identifier: pods, origin: service, version: v1, resource: pods, object: {reference: {path: a}}}
+"#);
+        let owned = BTreeMap::from([("pods.core".to_string(), "v1.pods.core".to_string())]);
+        assert_eq!(
+            names(&permission_claims(&[&pods], &owned)),
+            ["/events/", "/namespaces/"]
+        );
+    }
 }

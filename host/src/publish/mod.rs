@@ -2,48 +2,75 @@
 //! APIResourceSchemas in the APIExport, and runs one sync controller per
 //! published resource once kcp serves it.
 //!
-//! The three upstream controllers (apiresourceschema, apiexport, sync) are
-//! three steps of one pass here, run whenever a PublishedResource or CRD
-//! changes and periodically; each can be disabled with
-//! `--disabled-controllers`.
+//! A controller on the agent's runner ([`crate::runner`]), with two kinds of
+//! key ([`Key`]):
+//!
+//! - **a PublishedResource** ([`resource`]): resolve its CRD and projection
+//!   into a schema (remembered until one of its inputs changes), claim its
+//!   group/resource (the oldest resource wins a conflict), create the
+//!   APIResourceSchema, then start, swap or stop its sync controller and set
+//!   its condition;
+//! - **the APIExport** ([`apiexport`]): list the claimed schemas and the
+//!   permission claims they need, written only when they differ.
+//!
+//! What enqueues which key: a PublishedResource's own watch events; a CRD's
+//! events only the resources that select it; the endpoint slice gaining URLs
+//! and WasmPlugins moving to new code every resource; a running sync's
+//! failing objects its own resource (paced, so a burst of failures is one
+//! status write); a resource's contribution to the export changing the
+//! export, and a written export the resources waiting for it. Nothing is
+//! re-listed and nothing runs on a timer except a resource waiting for kcp
+//! to serve it.
+//!
+//! The three upstream controllers (apiresourceschema, apiexport, sync) can
+//! each be disabled with `--disabled-controllers`.
 
 pub mod apiexport;
 pub mod builtin;
+mod condition;
+mod resource;
 pub mod schema;
+mod sync_start;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use kube::Client;
-use kube::Resource;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::{reflector, watcher};
-use serde_json::json;
-use tokio::sync::Notify;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
-use crate::backoff::Backoff;
 use crate::health::Health;
 use crate::kcp::KcpContext;
 use crate::plugin_chain::PluginHost;
-use crate::selector::Selector;
-use crate::sync::events::Failures;
+use crate::runner::Outcome;
+use crate::runner::feed::Feed;
+use crate::runner::queue::WorkQueue;
 use crate::sync::state::StateStore;
-use crate::sync::syncer::{PluginSet, SyncContext};
+use crate::sync::syncer::SyncContext;
 
-/// The shortest time between two publishing passes woken by events.
+/// The shortest time between two reconciles of a resource woken by its
+/// failing objects: conditions follow within a second, without a status
+/// write per failure.
 const PACE: Duration = Duration::from_secs(1);
 /// While a shard's virtual workspace does not serve a published resource
 /// yet, the longest wait before looking again: kcp gets there within
 /// seconds of a binding, which no event the agent watches tells. (A slice
 /// without URLs is not polled: its watch tells when a workspace binds.)
 const SERVE_POLL_MAX: Duration = Duration::from_secs(5);
+/// Retries of a failing key (a CRD that is missing, kcp refusing a
+/// schema): jittered, doubling from the first to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 pub struct PublishConfig {
     pub agent_name: String,
@@ -54,13 +81,97 @@ pub struct PublishConfig {
     pub resync: Duration,
 }
 
+/// What the publisher reconciles.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// A PublishedResource, by name (they are cluster-scoped).
+    Resource(String),
+    /// The agent's APIExport.
+    Export,
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Key::Resource(name) => write!(f, "publishedresource/{name}"),
+            Key::Export => write!(f, "apiexport"),
+        }
+    }
+}
+
+/// A reconcile that could not finish; its key is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// Said on the resource's condition already.
+    #[error("{0}")]
+    Resource(String),
+    #[error(transparent)]
+    Export(#[from] apiexport::ExportError),
+    #[error("updating the status of PublishedResource {name}: {source}")]
+    Status {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("internal error (a bug, please report it): publishing panicked: {0}")]
+    Panicked(String),
+}
+
+/// A running sync controller.
 struct Running {
-    /// What the running sync was built from (PR, generation, schema).
+    /// What it was built from (PR uid, generation, schema).
     fingerprint: String,
     /// The WasmPlugin digests its plugin set was built from.
     plugin_versions: String,
+    /// The group/resource it syncs (for conflicts).
+    group_resource: String,
     cancel: CancellationToken,
     ctx: Arc<SyncContext>,
+}
+
+/// What a resource's schema step resolved, with the inputs it came from
+/// ([`resource::schema_inputs`]): reconciles woken by anything else (its
+/// own status writes, failing objects, other resources' changes) reuse it,
+/// with no CRD read, projection plugin call or schema request.
+struct Memo {
+    inputs: Option<String>,
+    resolved: Arc<schema::Resolved>,
+    /// Its APIResourceSchema exists and the status names it.
+    published: bool,
+}
+
+/// What a resource that holds its group/resource puts into the APIExport.
+#[derive(Clone)]
+struct Contribution {
+    /// group/resource → schema name.
+    group_resource: String,
+    schema_name: String,
+    /// The resource (its related resources and filters need claims).
+    pr: Arc<PublishedResource>,
+}
+
+impl Contribution {
+    fn same_as(&self, other: &Contribution) -> bool {
+        self.schema_name == other.schema_name
+            && self.pr.metadata.uid == other.pr.metadata.uid
+            && self.pr.metadata.generation == other.pr.metadata.generation
+    }
+}
+
+/// The publisher's bookkeeping across keys. Held only between requests,
+/// never across one.
+#[derive(Default)]
+struct Book {
+    memos: HashMap<String, Memo>,
+    /// Resources whose schema step failed (they claim nothing until fixed).
+    unresolvable: std::collections::HashSet<String>,
+    contributions: BTreeMap<String, Contribution>,
+    running: HashMap<String, Running>,
+    /// Times each resource looked for kcp to serve it, in a row.
+    serve_attempts: HashMap<String, u32>,
+    /// The schemas the APIExport lists, as its reconcile last saw or wrote
+    /// them: a resource starts syncing once its schema is among them.
+    export_schemas: Option<std::collections::BTreeSet<String>>,
 }
 
 pub struct Publisher {
@@ -68,30 +179,25 @@ pub struct Publisher {
     kcp: KcpContext,
     service: Client,
     plugins: PluginHost,
-    running: HashMap<String, Running>,
+    /// PublishedResource events on the service cluster.
     events: Recorder,
     health: Arc<Health>,
-    /// Wakes the publishing loop (watch events, object failures).
-    wake: Arc<Notify>,
     /// The PublishedResources, as the watch last saw them.
-    prs: Option<reflector::Store<PublishedResource>>,
+    prs: reflector::Store<PublishedResource>,
     /// Which CRDs the service cluster has.
     crds: Arc<schema::CrdIndex>,
-    /// The inputs of the last pass that left nothing pending: a pass over
-    /// the same inputs would do nothing, so it is skipped (and sends nothing).
-    settled_inputs: Option<u64>,
     /// The state Secrets, one cache for every sync of this agent.
     state: StateStore,
     /// Consumers' Events in kcp, one recorder for every sync of this agent
     /// (its repeat window and backlog bound the agent, not each resource).
     kcp_events: Arc<crate::sync::events::Recorder>,
-    /// Per PublishedResource, what its schema step last resolved and
-    /// published, with the inputs it came from ([`Publisher::schema_inputs`]):
-    /// a pass woken by another resource's change (a CRD, a PR, a plugin)
-    /// reuses it, with no CRD read, projection plugin call or schema GET.
-    resolved: HashMap<String, (String, Arc<schema::Resolved>)>,
-    /// The last pass found a resource that kcp does not serve yet.
-    waiting_for_kcp: bool,
+    queue: Arc<WorkQueue<Key>>,
+    book: Mutex<Book>,
+}
+
+/// The PublishedResource watch's writer, until [`Publisher::run`] starts it.
+pub struct PublisherParts {
+    pr_writer: reflector::store::Writer<PublishedResource>,
 }
 
 impl Publisher {
@@ -102,816 +208,335 @@ impl Publisher {
         plugins: PluginHost,
         health: Arc<Health>,
         events: Recorder,
-    ) -> Self {
+    ) -> (Arc<Self>, PublisherParts) {
         let state = StateStore::new(service.clone(), &cfg.namespace);
-        Publisher {
+        let (prs, pr_writer) = reflector::store();
+        let publisher = Publisher {
             health,
-            wake: Arc::new(Notify::new()),
             events,
             cfg,
             kcp,
             service,
             plugins,
-            running: HashMap::new(),
-            prs: None,
+            prs,
             crds: Default::default(),
-            settled_inputs: None,
             state,
             kcp_events: Default::default(),
-            resolved: HashMap::new(),
-            waiting_for_kcp: false,
-        }
+            queue: WorkQueue::new(RETRY_FIRST, RETRY_MAX),
+            book: Mutex::default(),
+        };
+        (Arc::new(publisher), PublisherParts { pr_writer })
     }
 
     fn enabled(&self, controller: &str) -> bool {
         !self.cfg.disabled.iter().any(|d| d == controller)
     }
 
+    fn book(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The PublishedResource `name`, unless it is gone or being deleted.
+    fn published_resource(&self, name: &str) -> Option<Arc<PublishedResource>> {
+        self.prs
+            .get(&ObjectRef::new(name))
+            .filter(|pr| pr.metadata.deletion_timestamp.is_none())
+    }
+
+    /// Enqueue every PublishedResource `which` picks.
+    fn enqueue_where(&self, which: impl Fn(&PublishedResource) -> bool) {
+        for pr in self.prs.state() {
+            if which(&pr)
+                && let Some(name) = &pr.metadata.name
+            {
+                self.queue.add(Key::Resource(name.clone()));
+            }
+        }
+    }
+
+    /// Enqueue the resources without a running sync (waiting for the
+    /// export, the slice or kcp).
+    fn enqueue_not_running(&self) {
+        let running: Vec<String> = self.book().running.keys().cloned().collect();
+        self.enqueue_where(|pr| {
+            pr.metadata
+                .name
+                .as_ref()
+                .is_some_and(|n| !running.contains(n))
+        });
+    }
+
     /// Run until cancelled.
-    pub async fn run(mut self, cancel: CancellationToken) {
-        let wake = self.wake.clone();
-        let mut watches = tokio::task::JoinSet::new();
-        let prs: Api<PublishedResource> = Api::all(self.service.clone());
-        let pr_cfg = watcher::Config::default().labels(&self.cfg.selector);
-        let (pr_store, pr_writer) = reflector::store();
-        watches.spawn(wake_on_events(
-            reflector::reflector(pr_writer, watcher(prs, pr_cfg)).boxed(),
-            wake.clone(),
-        ));
-        self.prs = Some(pr_store.clone());
-        let crds: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
-        // The caches are supervised (restarted on a panic or an end). The
-        // reflectors here own their stores' writers, which cannot be made
-        // twice: they run once, for the life of the publisher.
+    pub async fn run(self: Arc<Self>, parts: PublisherParts, cancel: CancellationToken) {
+        let mut tasks = JoinSet::new();
+        // One worker: publishing is a few requests per change, and in order
+        // it resolves the resources present at start-up oldest first.
+        crate::runner::spawn_workers(
+            &mut tasks,
+            1,
+            self.clone(),
+            self.queue.clone(),
+            cancel.clone(),
+        );
+
+        // PublishedResources: any change (its status too: a condition
+        // someone else changed is put back) enqueues the resource; a
+        // deleted one is reconciled once more to stop its sync.
         {
-            let (index, wake) = (self.crds.clone(), wake.clone());
-            watches.spawn(crate::supervise::supervised(
+            let this = self.clone();
+            let api: Api<PublishedResource> = Api::all(self.service.clone());
+            let cfg = watcher::Config::default().labels(&self.cfg.selector);
+            let stream = reflector::reflector(parts.pr_writer, watcher(api, cfg));
+            let mut feed = Feed::new(
+                |pr: &PublishedResource| pr.metadata.name.clone().map(Key::Resource),
+                |pr| {
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    (&pr.metadata.uid, &pr.metadata.resource_version).hash(&mut h);
+                    h.finish()
+                },
+            );
+            // The reflector owns its store's writer, which cannot be made
+            // twice: the watch runs once, for the life of the publisher (it
+            // re-lists and retries by itself; crate::watch::drive paces it).
+            tasks.spawn(async move {
+                crate::watch::drive(
+                    stream,
+                    |ev| {
+                        feed.on_event(&ev, &this.queue);
+                        crate::metrics::METRICS
+                            .published_resources
+                            .set(this.prs.state().len() as i64);
+                    },
+                    |e, retry, report| {
+                        if report {
+                            warn!(error = %e, ?retry, "watching PublishedResources failed")
+                        } else {
+                            debug!(error = %e, ?retry, "watching PublishedResources failed again")
+                        }
+                    },
+                )
+                .await
+            });
+        }
+        // CRDs: a change enqueues only the resources that select it; after
+        // a (re-)list, every resource (any CRD may have changed meanwhile).
+        {
+            let this = self.clone();
+            let api: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
+            tasks.spawn(crate::supervise::supervised(
                 "crd-watch",
                 String::new(),
                 cancel.clone(),
-                move || feed_crd_index(crds.clone(), index.clone(), wake.clone()),
+                move || feed_crd_index(api.clone(), this.clone()),
             ));
         }
         // The recorder owns its queue's receiver: it runs once, for the life
         // of the publisher (it has no fallible step to supervise).
-        watches.spawn(self.kcp_events.clone().run());
+        tasks.spawn(self.kcp_events.clone().run());
         {
             let state = self.state.clone();
-            watches.spawn(crate::supervise::supervised(
+            tasks.spawn(crate::supervise::supervised(
                 "state-watch",
                 String::new(),
                 cancel.clone(),
                 move || feed_state_cache(state.clone()),
             ));
         }
-        // The slice gains its URLs when the first workspace binds the export:
-        // react at once rather than on the next (backed-off) retry. The
-        // agent's one watch of the slice (KcpContext::watch_endpoints)
-        // publishes them.
-        let mut endpoints = self.kcp.endpoints();
-        let endpoints_wake = wake.clone();
-        watches.spawn(async move {
-            while endpoints.changed().await.is_ok() {
-                endpoints_wake.notify_one();
-            }
-        });
-        // A WasmPlugin that turns Ready or moves to a new digest: running
-        // syncs that use it are restarted with the new code (see fingerprint).
-        let mut plugin_changes = self.plugins.registry().subscribe();
-        let plugin_wake = wake.clone();
-        watches.spawn(async move {
-            while plugin_changes.changed().await.is_ok() {
-                plugin_wake.notify_one();
-            }
-        });
+        // The slice gains its URLs when the first workspace binds the
+        // export: resources waiting for it start at once. The agent's one
+        // watch of the slice (KcpContext::watch_endpoints) publishes them.
+        {
+            let this = self.clone();
+            let mut endpoints = self.kcp.endpoints();
+            tasks.spawn(async move {
+                while endpoints.changed().await.is_ok() {
+                    this.enqueue_not_running();
+                }
+            });
+        }
+        // A WasmPlugin that turns Ready or moves to a new digest: syncs that
+        // use it swap in the new code (see resource::manage_sync).
+        {
+            let this = self.clone();
+            let mut plugin_changes = self.plugins.registry().subscribe();
+            tasks.spawn(async move {
+                while plugin_changes.changed().await.is_ok() {
+                    this.enqueue_where(|_| true);
+                }
+            });
+        }
+        // The export is checked once at start (its annotation, schemas of a
+        // resource deleted while the agent was down stay as upstream keeps
+        // them), then whenever a resource's contribution changes.
+        self.queue.add(Key::Export);
 
-        // Something still waiting (kcp not serving a resource yet, a plugin
-        // that fails to load) is retried soon, then less and less often:
-        // the same failure must not be retried and logged every second.
-        let mut backoff = Backoff::new(Duration::from_millis(500), Duration::from_secs(60));
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            r = pr_store.wait_until_ready() => if r.is_err() { return },
-        }
-        loop {
-            let inputs = self.inputs();
-            let pending = if self.settled_inputs == Some(inputs) {
-                false
-            } else {
-                self.settled_inputs = None;
-                match self.pass().await {
-                    Ok(p) => {
-                        self.health.ok(crate::health::CHECK_SYNC);
-                        if !p {
-                            self.settled_inputs = Some(inputs);
-                        }
-                        p
-                    }
-                    Err(e) => {
-                        let retry_in = backoff.peek();
-                        warn!(error = %e, ?retry_in, "publishing pass failed; retrying");
-                        self.health
-                            .fail(crate::health::CHECK_SYNC, format!("publishing: {e}"));
-                        true
-                    }
-                }
-            };
-            let idle = if pending && self.waiting_for_kcp {
-                backoff.next_delay().min(SERVE_POLL_MAX)
-            } else if pending {
-                backoff.next_delay()
-            } else {
-                backoff.reset();
-                // Changes wake the loop at once (PublishedResources, CRDs,
-                // the slice, WasmPlugins, failing objects); this only heals
-                // a missed event, so it can be rare.
-                Duration::from_secs(300)
-            };
-            let passed = tokio::time::Instant::now();
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = wake.notified() => {
-                    // Events come in bursts (many objects failing one after
-                    // another change the condition's count each time): at
-                    // most one pass per PACE, so conditions follow within
-                    // a second without a status write per failure.
-                    tokio::select! {
-                        _ = cancel.cancelled() => break,
-                        _ = tokio::time::sleep_until(passed + PACE) => {}
-                    }
-                }
-                _ = tokio::time::sleep(idle) => {}
-            }
-        }
-        for (_, r) in self.running.drain() {
+        cancel.cancelled().await;
+        self.queue.shut_down();
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        for (_, r) in self.book().running.drain() {
             r.cancel.cancel();
         }
-        watches.abort_all();
     }
 
-    /// The PublishedResources, from the watch's store once it has listed.
-    async fn published_resources(&self) -> anyhow::Result<Vec<Arc<PublishedResource>>> {
-        if let Some(store) = &self.prs {
-            let mut prs = store.state();
-            // Oldest first: of two resources that publish the same
-            // resource, the one that was there first keeps it.
-            prs.sort_by(|a, b| {
-                (&a.metadata.creation_timestamp, &a.metadata.name)
-                    .cmp(&(&b.metadata.creation_timestamp, &b.metadata.name))
-            });
-            return Ok(prs);
-        }
-        let api: Api<PublishedResource> = Api::all(self.service.clone());
-        let list = api
-            .list(&ListParams::default().labels(&self.cfg.selector))
-            .await?;
-        Ok(list.items.into_iter().map(Arc::new).collect())
-    }
-
-    /// Everything a pass reads, hashed: the PublishedResources (any change,
-    /// status included), the CRDs, the endpoint slice's URLs, the WasmPlugin
-    /// digests in use and the failing objects of each running sync.
-    fn inputs(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        let mut prs = self.prs.as_ref().map(|s| s.state()).unwrap_or_default();
-        prs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        for pr in &prs {
-            (
-                &pr.metadata.name,
-                &pr.metadata.uid,
-                &pr.metadata.resource_version,
-            )
-                .hash(&mut h);
-            self.wasm_plugins_in_use(pr).1.hash(&mut h);
-        }
-        self.crds.versions().hash(&mut h);
-        self.kcp.endpoints().borrow().hash(&mut h);
-        let mut running: Vec<_> = self.running.iter().collect();
-        running.sort_by_key(|(n, _)| n.as_str());
-        for (name, r) in running {
-            (name, r.ctx.failures.summary()).hash(&mut h);
-        }
-        h.finish()
-    }
-
-    /// One pass over all PublishedResources. Returns whether something is
-    /// still waiting (so the next pass should come soon).
-    async fn pass(&mut self) -> anyhow::Result<bool> {
-        let api: Api<PublishedResource> = Api::all(self.service.clone());
-        let prs = self.published_resources().await?;
-        crate::metrics::METRICS
-            .published_resources
-            .set(prs.len() as i64);
-        let mut pending = false;
-        self.waiting_for_kcp = false;
-        let mut schemas = BTreeMap::new();
-        let mut ready = Vec::new();
-        // Which PublishedResource publishes each group/resource in kcp.
-        let mut owners: HashMap<String, String> = HashMap::new();
-
-        for pr in prs
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-        {
-            let name = pr.metadata.name.clone().unwrap_or_default();
-            let inputs = self.schema_inputs(pr);
-            if let Some((seen, resolved)) = self.resolved.get(&name)
-                && inputs.as_ref() == Some(seen)
-                && pr
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.resource_schema_name.as_deref())
-                    == Some(resolved.schema_name.as_str())
-            {
-                let resolved = resolved.clone();
-                if self
-                    .claim(&api, &mut owners, &name, &resolved.schema_name)
-                    .await
-                {
-                    if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
-                        schemas.insert(gr.to_string(), resolved.schema_name.clone());
-                    }
-                    ready.push((pr, resolved));
-                }
-                continue;
-            }
-            self.resolved.remove(&name);
-            let resolved = match self.resolve(pr).await {
-                Ok(r) => r,
-                Err(e) => {
-                    warn!(published_resource = %name, error = %e, "cannot publish resource");
-                    self.set_condition(&api, &name, "False", "InvalidResource", &e.to_string())
-                        .await;
-                    pending = true;
-                    continue;
-                }
-            };
-            if !self
-                .claim(&api, &mut owners, &name, &resolved.schema_name)
-                .await
-            {
-                continue;
-            }
-            if self.enabled("apiresourceschema") {
-                match schema::ensure_schema(&self.kcp.export_client, &resolved).await {
-                    Ok(true) => {
-                        info!(published_resource = %name, schema = %resolved.schema_name, "created APIResourceSchema");
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        warn!(published_resource = %name, error = %e, "cannot publish the APIResourceSchema");
-                        self.set_condition(
-                            &api,
-                            &name,
-                            "False",
-                            "SchemaNotPublished",
-                            &e.to_string(),
-                        )
-                        .await;
-                        pending = true;
-                        continue;
-                    }
-                }
-                if pr
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.resource_schema_name.as_deref())
-                    != Some(resolved.schema_name.as_str())
-                {
-                    let p = json!({"status": {"resourceSchemaName": resolved.schema_name}});
-                    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&p))
-                        .await?;
-                }
-            }
-            if let Some(gr) = schema::group_resource_of(&resolved.schema_name) {
-                schemas.insert(gr.to_string(), resolved.schema_name.clone());
-            }
-            let resolved = Arc::new(resolved);
-            if let Some(inputs) = inputs
-                && self.enabled("apiresourceschema")
-            {
-                self.resolved.insert(name, (inputs, resolved.clone()));
-            }
-            ready.push((pr, resolved));
-        }
-        self.resolved.retain(|name, _| {
-            prs.iter()
-                .any(|p| p.metadata.name.as_deref() == Some(name.as_str()))
-        });
-
-        if self.enabled("apiexport") {
-            let prs: Vec<&PublishedResource> = ready.iter().map(|(pr, _)| *pr).collect();
-            let claims = permission_claims(&prs, &schemas);
-            apiexport::reconcile(
-                &self.kcp.export_client,
-                &self.kcp.export_name,
-                &self.cfg.agent_name,
-                &schemas,
-                &claims,
-            )
-            .await?;
-        }
-
-        if self.enabled("sync") {
-            pending |= self.manage_sync(&api, ready).await;
-        }
-        Ok(pending)
-    }
-
-    /// Record that `name` publishes the group/resource of `schema_name`,
-    /// unless an older PublishedResource already does: then `name` is
-    /// refused (its condition says which resource holds it) and nothing of
-    /// it is published or synced. Two syncs of one resource would fight over
-    /// every object, and the APIExport can list it only once.
-    async fn claim(
-        &self,
-        api: &Api<PublishedResource>,
-        owners: &mut HashMap<String, String>,
-        name: &str,
-        schema_name: &str,
-    ) -> bool {
-        let Some(gr) = schema::group_resource_of(schema_name) else {
-            return true;
-        };
-        match owners.get(gr) {
-            Some(owner) if owner != name => {
-                let message = format!(
-                    "PublishedResource {name}: spec.projection: {gr} is already published by \
-                     PublishedResource {owner}, which is older; give this one another \
-                     spec.projection.group or spec.projection.resource, or delete one of them"
-                );
-                warn!(published_resource = %name, %owner, resource = %gr, "two PublishedResources publish the same resource; the newer is refused");
-                self.set_condition(api, name, "False", "ResourceConflict", &message)
-                    .await;
-                false
-            }
-            _ => {
-                owners.insert(gr.to_string(), name.to_string());
-                true
-            }
-        }
-    }
-
-    /// What the schema step of `pr` depends on: its spec (uid and
-    /// generation), its labels and annotations, the resourceVersion of its
-    /// CRD and the WasmPlugin code it uses. `None` while that cannot be told
-    /// (the CRD index has not listed). Labels and annotations are in it so
-    /// that touching the PublishedResource makes its schema step run again
-    /// (repairing an APIResourceSchema someone edited), as upstream's
-    /// controller does on every event of the resource; its status is not, so
-    /// the agent's own condition writes do not.
-    /// A built-in kind (no CRD) is described from the cluster's OpenAPI once
-    /// per spec: it changes only when the cluster is upgraded, which
-    /// restarts the agent's connections (and a restarted agent resolves
-    /// again).
-    fn schema_inputs(&self, pr: &PublishedResource) -> Option<String> {
-        if !self.crds.listed() {
-            return None;
-        }
-        let r = &pr.spec.resource;
-        let crd = self
-            .crds
-            .version_of(&r.api_group, &r.kind)
-            .unwrap_or_else(|| "built-in".into());
-        let metadata = {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (&pr.metadata.labels, &pr.metadata.annotations).hash(&mut h);
-            h.finish()
-        };
-        Some(format!(
-            "{}/{}/{metadata:x}/{crd}/{}",
-            pr.metadata.uid.as_deref().unwrap_or_default(),
-            pr.metadata.generation.unwrap_or_default(),
-            self.wasm_plugins_in_use(pr).1
-        ))
-    }
-
-    async fn resolve(&self, pr: &PublishedResource) -> anyhow::Result<schema::Resolved> {
-        let name = pr.metadata.name.as_deref().unwrap_or_default();
-        // The CRD refuses these, but a CRD installed before that validation
-        // existed lets them through: never publish a resource whose settings
-        // would be silently ignored.
-        let unsupported = crate::apis::unsupported_fields(&pr.spec);
-        anyhow::ensure!(
-            unsupported.is_empty(),
-            "PublishedResource {name}: {}",
-            unsupported.join("; ")
-        );
-        let crd = schema::find_crd(&self.service, &self.crds, pr).await?;
-        // Version selection and projection both run in the projector plugin;
-        // the service side keeps the CRD's own storage version.
-        let projected = self.plugins.project(pr, &crd).await?;
-        let resolved = schema::to_schema(&crd, &projected, &self.cfg.agent_name);
-        let (group, plural) = (&resolved.remote.ar.group, &resolved.remote.ar.plural);
-        anyhow::ensure!(
-            !schema::served_by_kcp(group, plural),
-            "PublishedResource {name}: spec.projection.group: kcp serves {} {plural} in every \
-             workspace itself; published as they are, the agent would take hold of the consumers' \
-             own {plural}. Set spec.projection.group to an API group of your own (e.g. \
-             `{}.example.com`), or spec.projection.resource to another name",
-            if group.is_empty() {
-                "core/v1".to_string()
-            } else {
-                group.clone()
-            },
-            resolved.remote.ar.kind.to_lowercase()
-        );
-        let unsupported = crate::apis::unsupported_for_scope(&pr.spec, resolved.remote.namespaced);
-        anyhow::ensure!(
-            unsupported.is_empty(),
-            "PublishedResource {name}: {}",
-            unsupported.join("; ")
-        );
-        Ok(resolved)
-    }
-
-    /// Start, restart or stop sync controllers to match the ready resources.
-    async fn manage_sync(
-        &mut self,
-        api: &Api<PublishedResource>,
-        ready: Vec<(&PublishedResource, Arc<schema::Resolved>)>,
-    ) -> bool {
-        let mut pending = false;
-        let mut wanted = HashMap::new();
-        for (pr, resolved) in ready {
-            let name = pr.metadata.name.clone().unwrap_or_default();
-            if !pr.spec.sync_enabled() {
-                continue;
-            }
-            // A WasmPlugin moved to new code is swapped into the running
-            // sync (see below), so every object runs the new digest from
-            // then on, with no restart of the sync or the agent.
-            let (plugins_in_use, plugin_versions) = self.wasm_plugins_in_use(pr);
-            let fingerprint = format!(
-                "{}/{}/{}",
-                pr.metadata.uid.as_deref().unwrap_or(""),
-                pr.metadata.generation.unwrap_or(0),
-                resolved.schema_name
-            );
-            let syncing_message = if plugins_in_use.is_empty() {
-                "objects are being synchronized".to_string()
-            } else {
-                format!("objects are being synchronized (WasmPlugins in use: {plugins_in_use})")
-            };
-            wanted.insert(name.clone(), fingerprint.clone());
-            if let Some(r) = self.running.get(&name)
-                && r.fingerprint == fingerprint
-                && r.plugin_versions != plugin_versions
-            {
-                match self.plugin_set(pr, &resolved).await {
-                    Ok(set) => {
-                        info!(published_resource = %name, plugins = %plugins_in_use, "swapping in new plugin code");
-                        r.ctx.swap_plugins(set);
-                        if let Some(r) = self.running.get_mut(&name) {
-                            r.plugin_versions = plugin_versions.clone();
-                        }
-                    }
-                    Err(e) => {
-                        // The old code keeps running; say why the new is not used.
-                        warn!(published_resource = %name, error = %e, "cannot use the new plugin code");
-                        self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
-                            .await;
-                        pending = true;
-                        continue;
-                    }
-                }
-            }
-            if let Some(r) = self.running.get(&name)
-                && r.fingerprint == fingerprint
-            {
-                // Never Ready while objects keep failing.
-                let failing = r.ctx.failures.summary();
-                match failing {
-                    Some(msg) => {
-                        self.set_condition(api, &name, "False", "ObjectsFailing", &msg)
-                            .await
-                    }
-                    None => {
-                        self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                            .await
-                    }
-                }
-                continue;
-            }
-            match self.start_sync(pr, &resolved).await {
-                Ok(Some((cancel, ctx))) => {
-                    if let Some(old) = self.running.insert(
-                        name.clone(),
-                        Running {
-                            fingerprint,
-                            plugin_versions,
-                            cancel,
-                            ctx,
-                        },
-                    ) {
-                        old.cancel.cancel();
-                    }
-                    self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                        .await;
-                }
-                // No workspace has bound the export yet: the slice's watch
-                // wakes the loop when one does (the URLs are part of the
-                // inputs), so nothing is polled meanwhile.
-                Ok(None) if self.kcp.endpoints().borrow().is_empty() => {}
-                // A shard's virtual workspace does not serve the resource
-                // yet: no event says when it does, so look again soon.
-                Ok(None) => {
-                    pending = true;
-                    self.waiting_for_kcp = true;
-                }
-                Err(e) => {
-                    warn!(published_resource = %name, error = %e, "cannot start syncing");
-                    self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
-                        .await;
-                    pending = true;
-                }
-            }
-        }
-        self.running.retain(|name, r| {
-            if wanted.contains_key(name) {
-                return true;
-            }
-            info!(published_resource = %name, "stopping sync controller");
+    /// Stop `name`'s sync controller, if one runs.
+    fn stop_sync(&self, name: &str, why: &str) {
+        if let Some(r) = self.book().running.remove(name) {
+            info!(published_resource = %name, why, "stopping sync controller");
             r.cancel.cancel();
             crate::metrics::METRICS.forget_published_resource(name);
-            false
-        });
-        pending
+        }
     }
 
-    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
-    /// (`name=not-ready` for one without a Ready digest), and the same with
-    /// each plugin's generation (its default config is part of what runs).
-    fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
-        let spec = &pr.spec;
-        let mut uses: Vec<&crate::apis::WasmUse> = Vec::new();
-        uses.extend(spec.projection.as_ref().and_then(|p| p.wasm.as_ref()));
-        uses.extend(spec.naming.as_ref().and_then(|n| n.wasm.as_ref()));
-        if let Some(m) = &spec.mutation {
-            for rules in [&m.spec, &m.status].into_iter().flatten() {
-                uses.extend(rules.iter().filter_map(|r| r.wasm.as_ref()));
-            }
-        }
-        let mut names: Vec<&str> = uses.iter().filter_map(|u| u.plugin.as_deref()).collect();
-        names.sort();
-        names.dedup();
-        let (mut shown, mut exact) = (Vec::new(), Vec::new());
-        for n in names {
-            match self.plugins.registry().get(n) {
-                Ok(p) => {
-                    shown.push(format!("{n}={}", p.digest()));
-                    exact.push(format!("{n}={}@{:?}", p.digest(), p.generation));
-                }
-                Err(_) => {
-                    shown.push(format!("{n}=not-ready"));
-                    exact.push(format!("{n}=not-ready"));
-                }
-            }
-        }
-        (shown.join(","), exact.join(","))
-    }
-
-    /// Start syncing once kcp serves the projected resource in the virtual
-    /// workspace; `None` while it does not yet.
-    async fn start_sync(
-        &self,
-        pr: &PublishedResource,
-        resolved: &schema::Resolved,
-    ) -> anyhow::Result<Option<(CancellationToken, Arc<SyncContext>)>> {
-        let name = pr.metadata.name.clone().unwrap_or_default();
-        let urls = self.kcp.endpoints().borrow().clone();
-        if urls.is_empty() {
-            info!(published_resource = %name, "waiting for the APIExportEndpointSlice to list an endpoint (no workspace has bound the export yet)");
-            return Ok(None);
-        }
-        // As upstream: every shard's virtual workspace must serve the
-        // resource before syncing starts. Shards that join later are
-        // watched (with retries) by the running controller.
-        for vw_url in &urls {
-            let probe: Api<DynamicObject> =
-                Api::all_with(self.kcp.vw_client(vw_url, "*")?, &resolved.remote.ar);
-            if let Err(e) = probe.list(&ListParams::default().limit(1)).await {
-                info!(published_resource = %name, url = %vw_url, error = %e, "waiting for kcp to serve the resource in the virtual workspace");
-                return Ok(None);
-            }
-        }
-        let resource_filter = match pr.spec.filter.as_ref().and_then(|f| f.resource.as_ref()) {
-            Some(sel) => Some(label_selector(sel).map_err(|e| {
-                anyhow::anyhow!("PublishedResource {name}: spec.filter.resource: {e}")
-            })?),
-            None => None,
+    /// Set what `name` contributes to the export (`None`: nothing), and
+    /// enqueue the export when that changed.
+    fn contribute(&self, name: &str, contribution: Option<Contribution>) {
+        let mut book = self.book();
+        let changed = match (&contribution, book.contributions.get(name)) {
+            (Some(new), Some(old)) => !new.same_as(old),
+            (None, None) => false,
+            _ => true,
         };
-        let namespace_filter = match pr.spec.filter.as_ref().and_then(|f| f.namespace.as_ref()) {
-            Some(sel) => Some(label_selector(sel).map_err(|e| {
-                anyhow::anyhow!("PublishedResource {name}: spec.filter.namespace: {e}")
-            })?),
-            None => None,
+        match contribution {
+            Some(c) => book.contributions.insert(name.to_string(), c),
+            None => book.contributions.remove(name),
         };
-        let ctx = SyncContext {
-            agent_name: self.cfg.agent_name.clone(),
-            published_resource: name.clone(),
-            remote: resolved.remote.clone(),
-            local: resolved.local.clone(),
-            kcp: self.kcp.clone(),
-            cache: crate::sync::cache::KcpCache::new(),
-            copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
-                crate::sync::controller::local_key(o).map(|k| k.to_string())
-            }),
-            namespaces: Default::default(),
-            service: self.service.clone(),
-            state: self.state.clone(),
-            plugins: std::sync::RwLock::new(Arc::new(self.plugin_set(pr, resolved).await?)),
-            resync_all: Default::default(),
-            resource_filter,
-            namespace_filter,
-            workspace_paths: pr.spec.enable_workspace_paths == Some(true),
-            paths: Default::default(),
-            failures: Failures::new(self.wake.clone()),
-            related_kinds: Default::default(),
-            related_caches: Default::default(),
-            convergence: Default::default(),
-            recorder: self.kcp_events.clone(),
-            resync: self.cfg.resync,
-            in_sync: Default::default(),
-        };
-        let ctx = Arc::new(ctx);
-        let cancel = CancellationToken::new();
-        // Owned by `cancel` (kept in `Running`): the controller ends when
-        // its PublishedResource stops or changes; until then it is
-        // restarted if it ever panics.
-        tokio::spawn({
-            let (ctx, cancel) = (ctx.clone(), cancel.clone());
-            crate::supervise::supervised(
-                "sync-controller",
-                ctx.published_resource.clone(),
-                cancel.clone(),
-                move || crate::sync::controller::run(ctx.clone(), cancel.clone()),
-            )
-        });
-        Ok(Some((cancel, ctx)))
-    }
-
-    /// Everything of a sync that runs plugin code, built from the plugins'
-    /// current versions.
-    async fn plugin_set(
-        &self,
-        pr: &PublishedResource,
-        resolved: &schema::Resolved,
-    ) -> anyhow::Result<PluginSet> {
-        Ok(PluginSet {
-            namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
-            mutator: self.plugins.mutator(pr).await?,
-            related: self.plugins.related(pr).await?,
-            templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
-                true => {
-                    Some(self.plugins.text_templates(pr)?
-                        as Arc<dyn crate::sync::related::Templates>)
-                }
-                false => None,
-            },
-        })
-    }
-
-    /// The type of the condition this agent writes on PublishedResources:
-    /// `Ready`, as upstream; with a partitioned endpoint slice
-    /// `<slice>/Ready`, one per agent, since each sees only its partition's
-    /// objects (sharing one condition, agents would overwrite each other's
-    /// failures on every pass).
-    fn condition_type(&self) -> String {
-        match &self.kcp.partition {
-            Some(_) => format!("{}/Ready", self.kcp.slice_name),
-            None => "Ready".into(),
+        drop(book);
+        if changed {
+            self.queue.add(Key::Export);
         }
     }
 
-    async fn set_condition(
-        &self,
-        api: &Api<PublishedResource>,
-        name: &str,
-        status: &str,
-        reason: &str,
-        message: &str,
-    ) {
-        // The watch's copy: the condition is compared without a request.
-        let cached = self
-            .prs
-            .as_ref()
-            .and_then(|s| s.get(&reflector::ObjectRef::new(name)));
-        let pr = match cached {
-            Some(pr) => pr,
-            None => match api.get_status(name).await {
-                Ok(pr) => Arc::new(pr),
-                Err(_) => return,
-            },
+    /// Forget everything of a resource that is gone: its sync, its
+    /// contribution and its memo; resources refused because it held their
+    /// group/resource may take it now.
+    fn forget(&self, name: &str) {
+        self.stop_sync(name, "the PublishedResource is gone");
+        self.contribute(name, None);
+        let released = {
+            let mut book = self.book();
+            book.unresolvable.remove(name);
+            book.serve_attempts.remove(name);
+            book.memos
+                .remove(name)
+                .and_then(|m| schema::group_resource_of(&m.resolved.schema_name).map(str::to_owned))
         };
-        let current = pr
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.clone())
-            .unwrap_or_default();
-        let type_ = self.condition_type();
-        if current.iter().any(|c| {
-            c.type_ == type_ && c.status == status && c.reason == reason && c.message == message
-        }) {
-            return;
+        if let Some(gr) = released {
+            self.enqueue_holders_of(&gr, name);
         }
-        if status == "False" {
-            // Events say the same as the condition, where `kubectl describe` shows them.
-            let ev = Event {
-                type_: EventType::Warning,
-                reason: reason.to_string(),
-                note: Some(crate::recorder::note(message)),
-                action: "Reconcile".into(),
-                secondary: None,
-            };
-            if let Err(e) = self.events.publish(&ev, &pr.object_ref(&())).await {
-                warn!(published_resource = %name, error = %e, "cannot record event");
-            }
-        }
-        let now = k8s_openapi::jiff::Timestamp::now();
-        let ours = json!({
-            "type": type_, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": now.to_string(),
-        });
-        let p = if self.kcp.partition.is_some() {
-            // The agents of the other partitions keep their conditions: the
-            // list is written whole (a merge patch replaces arrays), so only
-            // over the version it was read from (a conflict is retried by
-            // the pass its watch event wakes).
-            let mut conditions: Vec<serde_json::Value> = current
-                .iter()
-                .filter(|c| c.type_ != type_)
-                .filter_map(|c| serde_json::to_value(c).ok())
-                .collect();
-            conditions.push(ours);
-            json!({
-                "metadata": {"resourceVersion": pr.metadata.resource_version},
-                "status": {"conditions": conditions},
+    }
+
+    /// Enqueue the resources (but `except`) whose schema publishes `gr`.
+    fn enqueue_holders_of(&self, gr: &str, except: &str) {
+        let names: Vec<String> = self
+            .book()
+            .memos
+            .iter()
+            .filter(|(n, m)| {
+                n.as_str() != except
+                    && schema::group_resource_of(&m.resolved.schema_name) == Some(gr)
             })
-        } else {
-            json!({"status": {"conditions": [ours]}})
-        };
-        if let Err(e) = api
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&p))
-            .await
-        {
-            warn!(published_resource = %name, error = %e, "cannot update status condition");
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in names {
+            self.queue.add(Key::Resource(n));
         }
     }
 }
 
-/// The APIExport's permission claims, as upstream: events always;
-/// namespaces as soon as one resource filters on them or has related
-/// resources; LogicalClusters with workspace paths; and every related
-/// resource's kcp-side type that the export does not own (`schemas`, by
-/// group/resource), with its identity hash.
-fn permission_claims(
-    prs: &[&PublishedResource],
-    schemas: &BTreeMap<String, String>,
-) -> Vec<apiexport::Claim> {
-    let mut claims = vec![apiexport::Claim::new("", "events")];
-    let namespaces = apiexport::Claim::new("", "namespaces");
-    let related: Vec<_> = prs
-        .iter()
-        .flat_map(|pr| pr.spec.related.iter().flatten())
-        .collect();
-    let namespace_filter = prs.iter().any(|pr| {
-        pr.spec
-            .filter
-            .as_ref()
-            .is_some_and(|f| f.namespace.is_some())
-    });
-    if namespace_filter || !related.is_empty() {
-        claims.push(namespaces);
-    }
-    if prs
-        .iter()
-        .any(|pr| pr.spec.enable_workspace_paths == Some(true))
-    {
-        claims.push(apiexport::Claim::new("core.kcp.io", "logicalclusters"));
-    }
-    for r in related {
-        let (group, _, resource) = r.kcp_gvr();
-        // Schema names spell the core group `core`.
-        let key_group = if group.is_empty() {
-            "core"
-        } else {
-            group.as_str()
-        };
-        let owned = schemas.contains_key(&format!("{resource}.{key_group}"));
-        let claim = apiexport::Claim {
-            group,
-            resource,
-            identity_hash: r.identity_hash.clone().unwrap_or_default(),
-        };
-        if !owned && !claims.contains(&claim) {
-            claims.push(claim);
+impl Publisher {
+    /// The APIExport lists the schema of every resource that holds its
+    /// group/resource, and claims what they need. It is read (one GET) only
+    /// when a contribution changed, and written only when it differs.
+    async fn reconcile_export(&self) -> Result<Outcome, PublishError> {
+        if !self.enabled("apiexport") {
+            return Ok(Outcome::Done);
         }
+        let (schemas, prs): (BTreeMap<String, String>, Vec<Arc<PublishedResource>>) = {
+            let book = self.book();
+            (
+                book.contributions
+                    .values()
+                    .map(|c| (c.group_resource.clone(), c.schema_name.clone()))
+                    .collect(),
+                book.contributions.values().map(|c| c.pr.clone()).collect(),
+            )
+        };
+        let prs: Vec<&PublishedResource> = prs.iter().map(|p| &**p).collect();
+        let claims = apiexport::permission_claims(&prs, &schemas);
+        let listed = apiexport::reconcile(
+            &self.kcp.export_client,
+            &self.kcp.export_name,
+            &self.cfg.agent_name,
+            &schemas,
+            &claims,
+        )
+        .await?;
+        let listed: std::collections::BTreeSet<String> = listed.into_iter().collect();
+        let changed = {
+            let mut book = self.book();
+            let changed = book.export_schemas.as_ref() != Some(&listed);
+            book.export_schemas = Some(listed);
+            changed
+        };
+        // Resources waiting for their schema to be listed can start (or
+        // restart on a new schema).
+        if changed {
+            self.enqueue_where(|_| true);
+        }
+        Ok(Outcome::Done)
     }
-    claims
+}
+
+impl crate::runner::Reconcile for Publisher {
+    type Key = Key;
+    type Error = PublishError;
+    const TASK: &'static str = "publish-worker";
+
+    fn name(&self) -> &str {
+        "publishing"
+    }
+
+    fn reconcile<'a>(&'a self, key: &'a Key) -> BoxFuture<'a, Result<Outcome, PublishError>> {
+        Box::pin(async move {
+            match key {
+                Key::Resource(name) => self.reconcile_resource(name).await,
+                Key::Export => self.reconcile_export().await,
+            }
+        })
+    }
+
+    fn panicked(&self, message: String) -> PublishError {
+        PublishError::Panicked(message)
+    }
+
+    fn record<'a>(
+        &'a self,
+        key: &'a Key,
+        result: &'a Result<Outcome, PublishError>,
+        _took: Duration,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            match (key, result) {
+                (Key::Export, Ok(_)) => self.health.ok(crate::health::CHECK_SYNC),
+                (Key::Export, Err(e)) => {
+                    warn!(error = %e, "publishing the APIExport failed; retrying");
+                    self.health
+                        .fail(crate::health::CHECK_SYNC, format!("publishing: {e}"));
+                }
+                (Key::Resource(name), Err(e)) => {
+                    debug!(published_resource = %name, error = %e, "publishing will be retried");
+                }
+                (Key::Resource(_), Ok(_)) => {}
+            }
+        })
+    }
+
+    /// Every input is watched: nothing needs a periodic check.
+    fn resync_period(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// Keep the agent's one cache of state Secrets current (every sync reads
@@ -941,15 +566,41 @@ async fn feed_state_cache(state: StateStore) {
     .await;
 }
 
-/// Keep `index` current from a watch of the CRDs, waking the publisher on
-/// every change.
-async fn feed_crd_index(api: Api<DynamicObject>, index: Arc<schema::CrdIndex>, wake: Arc<Notify>) {
+/// Keep the CRD index current from a watch of the CRDs. A changed CRD
+/// enqueues the resources that select its group and kind; a finished
+/// (re-)list enqueues them all.
+async fn feed_crd_index(api: Api<DynamicObject>, publisher: Arc<Publisher>) {
     use crate::sync::cache::Change;
     crate::watch::drive(
         watcher(api, watcher::Config::default()),
         |ev| {
-            index.feed(Change::from(ev));
-            wake.notify_one();
+            // What the event selects, read before the index takes it: the
+            // resources are enqueued once the index knows the change.
+            let (selected, all) = match &ev {
+                watcher::Event::Apply(crd) | watcher::Event::Delete(crd) => (
+                    Some((
+                        crd.data["spec"]["group"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        crd.data["spec"]["names"]["kind"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                    )),
+                    false,
+                ),
+                watcher::Event::InitDone => (None, true),
+                watcher::Event::Init | watcher::Event::InitApply(_) => (None, false),
+            };
+            publisher.crds.feed(Change::from(ev));
+            if let Some((group, kind)) = selected {
+                publisher.enqueue_where(|pr| {
+                    pr.spec.resource.api_group == group && pr.spec.resource.kind == kind
+                });
+            } else if all {
+                publisher.enqueue_where(|_| true);
+            }
         },
         |e, retry, report| {
             if report {
@@ -960,93 +611,4 @@ async fn feed_crd_index(api: Api<DynamicObject>, index: Arc<schema::CrdIndex>, w
         },
     )
     .await;
-}
-
-async fn wake_on_events<S, T>(stream: S, wake: Arc<Notify>)
-where
-    S: futures::Stream<Item = Result<watcher::Event<T>, watcher::Error>>,
-{
-    crate::watch::drive(
-        stream,
-        |_| wake.notify_one(),
-        |e, retry, report| {
-            if report {
-                warn!(error = %e, ?retry, "watch failed")
-            } else {
-                debug!(error = %e, ?retry, "watch failed again")
-            }
-        },
-    )
-    .await;
-}
-
-/// Convert a metav1.LabelSelector into a selector.
-fn label_selector(
-    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
-) -> Result<Selector, String> {
-    crate::selector::from_label_selector(sel).map_err(|e| e.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pr(yaml: &str) -> PublishedResource {
-        serde_yaml_ng::from_str(yaml).unwrap()
-    }
-
-    fn names(claims: &[apiexport::Claim]) -> Vec<String> {
-        let mut v: Vec<String> = claims
-            .iter()
-            .map(|c| format!("{}/{}/{}", c.group, c.resource, c.identity_hash))
-            .collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn claims_follow_related_resources() {
-        let plain =
-            pr("{metadata: {name: a}, spec: {resource: {apiGroup: example.com, kind: CronTab}}}");
-        let schemas = BTreeMap::from([(
-            "crontabs.example.com".to_string(),
-            "v1.crontabs.example.com".to_string(),
-        )]);
-        assert_eq!(names(&permission_claims(&[&plain], &schemas)), ["/events/"]);
-        let related = pr(r#"
-metadata: {name: b}
-spec:
-  resource: {apiGroup: example.com, kind: CronTab}
-  related:
-    - {identifier: s, origin: service, kind: Secret, object: {reference: {path: a}}}
-    - {identifier: c, origin: kcp, kind: ConfigMap, object: {reference: {path: a}}}
-    - {identifier: o, origin: service, group: example.com, version: v1, resource: crontabs, object: {reference: {path: a}}}
-    - {identifier: f, origin: kcp, group: other.io, version: v1, resource: things, identityHash: abc, object: {reference: {path: a}}}
-    - {identifier: p, origin: service, kind: Secret, projection: {resource: configmaps}, object: {reference: {path: a}}}
-"#);
-        assert_eq!(
-            names(&permission_claims(&[&plain, &related], &schemas)),
-            [
-                "/configmaps/",
-                "/events/",
-                "/namespaces/",
-                "/secrets/",
-                "other.io/things/abc"
-            ]
-        );
-        // A core type the export itself serves (pods published by another
-        // PublishedResource) is owned, not claimed.
-        let pods = pr(r#"
-metadata: {name: c}
-spec:
-  resource: {apiGroup: apps, kind: Deployment}
-  related:
-    - {identifier: pods, origin: service, version: v1, resource: pods, object: {reference: {path: a}}}
-"#);
-        let owned = BTreeMap::from([("pods.core".to_string(), "v1.pods.core".to_string())]);
-        assert_eq!(
-            names(&permission_claims(&[&pods], &owned)),
-            ["/events/", "/namespaces/"]
-        );
-    }
 }

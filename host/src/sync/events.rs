@@ -11,7 +11,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
-use tokio::sync::Notify;
 use tracing::debug;
 
 use super::ObjectKey;
@@ -190,12 +189,20 @@ impl Recorder {
 
 /// Objects of one PublishedResource whose last reconcile failed, with the
 /// error. The publisher turns a non-empty set into `Ready=False`.
-#[derive(Debug, Default)]
 pub struct Failures {
     failing: Mutex<Failing>,
-    /// Woken when the set turns empty or non-empty, so the condition follows
-    /// at once instead of at the next periodic pass.
-    changed: Arc<Notify>,
+    /// Called when what the condition shows changes (the set turns empty or
+    /// non-empty, the count or the headline cause changes), so the
+    /// condition follows at once: the publisher enqueues its resource.
+    changed: Box<dyn Fn() + Send + Sync>,
+}
+
+impl std::fmt::Debug for Failures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Failures")
+            .field("failing", &self.lock().errors.len())
+            .finish()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -238,10 +245,10 @@ impl Failing {
 }
 
 impl Failures {
-    pub fn new(changed: Arc<Notify>) -> Arc<Failures> {
+    pub fn new(changed: impl Fn() + Send + Sync + 'static) -> Arc<Failures> {
         Arc::new(Failures {
             failing: Mutex::default(),
-            changed,
+            changed: Box::new(changed),
         })
     }
 
@@ -258,7 +265,7 @@ impl Failures {
         let before = headline(&f.errors);
         let (previous, sharing) = f.insert(key, error.clone());
         if headline(&f.errors) != before {
-            self.changed.notify_one();
+            (self.changed)();
         }
         // No other failing object has this cause.
         previous.is_none_or(|p| p != error) && sharing == 1
@@ -276,7 +283,7 @@ impl Failures {
         let was_failing = f.errors.len();
         f.remove(key);
         if headline(&f.errors) != before {
-            self.changed.notify_one();
+            (self.changed)();
         }
         was_failing <= LOG_EACH_RECOVERY_UP_TO
     }
@@ -338,6 +345,7 @@ fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::sync::Notify;
 
     fn key(name: &str) -> ObjectKey {
         ObjectKey {
@@ -349,7 +357,7 @@ mod tests {
 
     #[test]
     fn only_news_is_worth_a_log_line() {
-        let f = Failures::new(Arc::new(Notify::new()));
+        let f = Failures::new(|| {});
         assert!(
             f.failed(&key("a"), "kcp: connection refused".into()),
             "first failure"
@@ -368,7 +376,7 @@ mod tests {
     /// last ten; the summary says when nothing fails any more.
     #[test]
     fn an_outage_is_one_line_not_one_per_object() {
-        let f = Failures::new(Arc::new(Notify::new()));
+        let f = Failures::new(|| {});
         let news: Vec<bool> = (0..25)
             .map(|i| {
                 let k = key(&format!("o{i}"));
@@ -390,7 +398,7 @@ mod tests {
 
     #[test]
     fn failures_group_by_cause() {
-        let f = Failures::new(Arc::new(Notify::new()));
+        let f = Failures::new(|| {});
         for n in ["a", "b", "c"] {
             let k = key(n);
             f.failed(
@@ -419,7 +427,10 @@ mod tests {
     #[tokio::test]
     async fn a_new_cause_wakes_the_owner() {
         let wake = Arc::new(Notify::new());
-        let f = Failures::new(wake.clone());
+        let f = Failures::new({
+            let wake = wake.clone();
+            move || wake.notify_one()
+        });
         let woken = || async {
             tokio::time::timeout(std::time::Duration::from_millis(50), wake.notified())
                 .await
@@ -441,7 +452,7 @@ mod tests {
 
     #[test]
     fn failures_summarise_and_clear() {
-        let f = Failures::new(Arc::new(Notify::new()));
+        let f = Failures::new(|| {});
         assert_eq!(f.summary(), None);
         f.failed(&key("a"), "boom".into());
         assert_eq!(f.summary().unwrap(), "1 object is failing: c|ns/a: boom");

@@ -1,0 +1,162 @@
+//! Starting a PublishedResource's sync controller: the plugins it runs,
+//! the check that kcp serves the resource, and the context its workers
+//! share.
+
+use std::sync::Arc;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use super::{Publisher, schema};
+use crate::apis::PublishedResource;
+use crate::selector::Selector;
+use crate::sync::events::Failures;
+use crate::sync::syncer::{PluginSet, SyncContext};
+
+impl Publisher {
+    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
+    /// (`name=not-ready` for one without a Ready digest), and the same with
+    /// each plugin's generation (its default config is part of what runs).
+    pub(super) fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
+        let spec = &pr.spec;
+        let mut uses: Vec<&crate::apis::WasmUse> = Vec::new();
+        uses.extend(spec.projection.as_ref().and_then(|p| p.wasm.as_ref()));
+        uses.extend(spec.naming.as_ref().and_then(|n| n.wasm.as_ref()));
+        if let Some(m) = &spec.mutation {
+            for rules in [&m.spec, &m.status].into_iter().flatten() {
+                uses.extend(rules.iter().filter_map(|r| r.wasm.as_ref()));
+            }
+        }
+        let mut names: Vec<&str> = uses.iter().filter_map(|u| u.plugin.as_deref()).collect();
+        names.sort();
+        names.dedup();
+        let (mut shown, mut exact) = (Vec::new(), Vec::new());
+        for n in names {
+            match self.plugins.registry().get(n) {
+                Ok(p) => {
+                    shown.push(format!("{n}={}", p.digest()));
+                    exact.push(format!("{n}={}@{:?}", p.digest(), p.generation));
+                }
+                Err(_) => {
+                    shown.push(format!("{n}=not-ready"));
+                    exact.push(format!("{n}=not-ready"));
+                }
+            }
+        }
+        (shown.join(","), exact.join(","))
+    }
+
+    /// Start syncing once kcp serves the projected resource in the virtual
+    /// workspace; `None` while it does not yet.
+    pub(super) async fn start_sync(
+        &self,
+        pr: &PublishedResource,
+        resolved: &schema::Resolved,
+    ) -> anyhow::Result<Option<(CancellationToken, Arc<SyncContext>)>> {
+        let name = pr.metadata.name.clone().unwrap_or_default();
+        let urls = self.kcp.endpoints().borrow().clone();
+        if urls.is_empty() {
+            info!(published_resource = %name, "waiting for the APIExportEndpointSlice to list an endpoint (no workspace has bound the export yet)");
+            return Ok(None);
+        }
+        // As upstream: every shard's virtual workspace must serve the
+        // resource before syncing starts. Shards that join later are
+        // watched (with retries) by the running controller.
+        for vw_url in &urls {
+            let probe: Api<DynamicObject> =
+                Api::all_with(self.kcp.vw_client(vw_url, "*")?, &resolved.remote.ar);
+            if let Err(e) = probe.list(&ListParams::default().limit(1)).await {
+                info!(published_resource = %name, url = %vw_url, error = %e, "waiting for kcp to serve the resource in the virtual workspace");
+                return Ok(None);
+            }
+        }
+        let resource_filter = match pr.spec.filter.as_ref().and_then(|f| f.resource.as_ref()) {
+            Some(sel) => Some(label_selector(sel).map_err(|e| {
+                anyhow::anyhow!("PublishedResource {name}: spec.filter.resource: {e}")
+            })?),
+            None => None,
+        };
+        let namespace_filter = match pr.spec.filter.as_ref().and_then(|f| f.namespace.as_ref()) {
+            Some(sel) => Some(label_selector(sel).map_err(|e| {
+                anyhow::anyhow!("PublishedResource {name}: spec.filter.namespace: {e}")
+            })?),
+            None => None,
+        };
+        let ctx = SyncContext {
+            agent_name: self.cfg.agent_name.clone(),
+            published_resource: name.clone(),
+            remote: resolved.remote.clone(),
+            local: resolved.local.clone(),
+            kcp: self.kcp.clone(),
+            cache: crate::sync::cache::KcpCache::new(),
+            copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
+                crate::sync::controller::local_key(o).map(|k| k.to_string())
+            }),
+            namespaces: Default::default(),
+            service: self.service.clone(),
+            state: self.state.clone(),
+            plugins: std::sync::RwLock::new(Arc::new(self.plugin_set(pr, resolved).await?)),
+            resync_all: Default::default(),
+            resource_filter,
+            namespace_filter,
+            workspace_paths: pr.spec.enable_workspace_paths == Some(true),
+            paths: Default::default(),
+            failures: Failures::new({
+                // Paced: a burst of failures is one reconcile (and at most
+                // one status write) a second.
+                let (queue, key) = (self.queue.clone(), super::Key::Resource(name.clone()));
+                move || queue.add_after(key.clone(), super::PACE)
+            }),
+            related_kinds: Default::default(),
+            related_caches: Default::default(),
+            convergence: Default::default(),
+            recorder: self.kcp_events.clone(),
+            resync: self.cfg.resync,
+            in_sync: Default::default(),
+        };
+        let ctx = Arc::new(ctx);
+        let cancel = CancellationToken::new();
+        // Owned by `cancel` (kept in `Running`): the controller ends when
+        // its PublishedResource stops or changes; until then it is
+        // restarted if it ever panics.
+        tokio::spawn({
+            let (ctx, cancel) = (ctx.clone(), cancel.clone());
+            crate::supervise::supervised(
+                "sync-controller",
+                ctx.published_resource.clone(),
+                cancel.clone(),
+                move || crate::sync::controller::run(ctx.clone(), cancel.clone()),
+            )
+        });
+        Ok(Some((cancel, ctx)))
+    }
+
+    /// Everything of a sync that runs plugin code, built from the plugins'
+    /// current versions.
+    pub(super) async fn plugin_set(
+        &self,
+        pr: &PublishedResource,
+        resolved: &schema::Resolved,
+    ) -> anyhow::Result<PluginSet> {
+        Ok(PluginSet {
+            namer: self.plugins.namer(pr, resolved.local.namespaced).await?,
+            mutator: self.plugins.mutator(pr).await?,
+            related: self.plugins.related(pr).await?,
+            templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
+                true => {
+                    Some(self.plugins.text_templates(pr)?
+                        as Arc<dyn crate::sync::related::Templates>)
+                }
+                false => None,
+            },
+        })
+    }
+}
+
+/// Convert a metav1.LabelSelector into a selector.
+fn label_selector(
+    sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Result<Selector, String> {
+    crate::selector::from_label_selector(sel).map_err(|e| e.to_string())
+}
