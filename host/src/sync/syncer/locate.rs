@@ -111,12 +111,12 @@ impl SyncContext {
     pub(super) async fn find_local(
         &self,
         key: &ObjectKey,
-    ) -> Result<Option<DynamicObject>, SyncError> {
+    ) -> Result<Option<Arc<DynamicObject>>, SyncError> {
         if self.copies.synced() {
             let found = self.copies.get_all(&key.to_string());
             match found.len() {
                 0 => {}
-                1 => return Ok(Some(DynamicObject::clone(&found[0]))),
+                1 => return Ok(found.into_iter().next()),
                 count => {
                     return Err(SyncError::Ambiguous {
                         count,
@@ -150,7 +150,7 @@ impl SyncContext {
             .map_err(kerr("listing", format!("service copies of {key}")))?;
         match list.items.len() {
             0 => Ok(None),
-            1 => Ok(list.items.into_iter().next()),
+            1 => Ok(list.items.into_iter().next().map(Arc::new)),
             count => Err(SyncError::Ambiguous {
                 count,
                 key: key.clone(),

@@ -398,7 +398,7 @@ impl SyncContext {
             self.convergence.forget(key);
             return Ok(Outcome::Gone);
         };
-        let mut remote = DynamicObject::clone(&remote);
+        let mut remote = remote;
         let kcp_api = self.kcp_api(key)?;
         let has_finalizer = remote
             .metadata
@@ -439,7 +439,7 @@ impl SyncContext {
                 .map_err(kerr("adding finalizer to", key))?;
             self.kcp_written(accepted.clone());
             info!(%key, "accepted object (finalizer added)");
-            if let Ok(v) = serde_json::to_value(&remote) {
+            if let Ok(v) = serde_json::to_value(&*remote) {
                 self.emit(
                     key,
                     &v,
@@ -450,7 +450,7 @@ impl SyncContext {
             }
             // Go on with the accepted object: a new object becomes a copy in
             // this one reconcile, not one requeue per write.
-            remote = accepted;
+            remote = Arc::new(accepted);
         }
 
         let mut local = self.find_local(key).await?;
@@ -460,36 +460,50 @@ impl SyncContext {
             debug!(%key, "service copy is being deleted; leaving it alone");
             return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
+        // Each object's JSON form, made once for every phase (and every
+        // plugin call) of this pass.
         let remote_json = to_json(key, "the kcp object", &remote)?;
+        let mut local_json = local
+            .as_deref()
+            .map(|l| to_json(key, "the service copy", l))
+            .transpose()?;
         // A spec that does not settle holds back its own writes only: status
         // and related objects still sync, then the key fails (and backs off).
         let mut unsettled = None;
         match self
-            .sync_spec(key, &origin, &remote_json, local.as_ref())
+            .sync_spec(
+                key,
+                &origin,
+                &remote_json,
+                local.as_deref().zip(local_json.as_ref()),
+            )
             .await
         {
             Ok(Spec::Requeue(outcome)) => return Ok(outcome),
             Ok(Spec::InSync) => {}
             // Just placed: status and related objects follow in this pass.
-            Ok(Spec::Created(copy)) => local = Some(*copy),
+            Ok(Spec::Created(copy)) => {
+                local_json = Some(to_json(key, "the service copy", &copy)?);
+                local = Some(Arc::new(*copy));
+            }
             Err(e @ SyncError::NotConverging(..)) => unsettled = Some(e),
             Err(e) => return Err(e),
         }
-        if let Some(local) = &local
+        if let (Some(local), Some(local_json)) = (&local, &local_json)
             && self.remote.status_subresource
         {
-            self.sync_status(key, &origin, &kcp_api, &remote_json, local)
+            self.sync_status(key, &origin, &kcp_api, &remote_json, local, local_json)
                 .await?;
         }
         // The primary is in sync: now its related objects.
-        if let Some(local) = &local
+        if let Some(local_json) = &local_json
             && !self.plugins().related.is_empty()
         {
             let pair = super::related::PrimaryPair {
                 key,
                 origin: &origin,
                 remote: &remote_json,
-                local: &to_json(key, "the service copy", local)?,
+                local: local_json,
             };
             if let Some(outcome) = self.process_related(&pair, false).await? {
                 return Ok(outcome);

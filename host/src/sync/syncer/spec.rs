@@ -114,15 +114,12 @@ impl SyncContext {
         key: &ObjectKey,
         origin: &Origin<'_>,
         remote: &Value,
-        local: Option<&DynamicObject>,
+        local: Option<(&DynamicObject, &Value)>,
     ) -> Result<Spec, SyncError> {
         let api_version = self.remote.ar.api_version.as_str();
         let kind = self.remote.ar.kind.as_str();
-        let local_json = local
-            .map(|l| to_json(key, "the service copy", l))
-            .transpose()?;
         let (desired, state) = self
-            .desired(key, origin, remote, local_json.as_ref())
+            .desired(key, origin, remote, local.map(|(_, json)| json))
             .await?;
 
         // Checked before any write (and only then: it encodes the state): a
@@ -134,7 +131,7 @@ impl SyncContext {
             }),
             None => Ok(()),
         };
-        let (Some(local), Some(local_json)) = (local, local_json) else {
+        let Some((local, local_json)) = local else {
             fits()?;
             return self.create(key, origin, remote, desired, &state).await;
         };
@@ -188,7 +185,7 @@ impl SyncContext {
                 // No usable state: take kcp's content wholesale, merge metadata.
                 fits()?;
                 guard(&state)?;
-                let obj = merged_into_copy(key, local_json, &desired)?;
+                let obj = merged_into_copy(key, local_json.clone(), &desired)?;
                 let updated = local_api
                     .replace(
                         &local_name,

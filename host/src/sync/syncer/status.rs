@@ -11,13 +11,21 @@ impl SyncContext {
         kcp_api: &Api<DynamicObject>,
         remote: &Value,
         local: &DynamicObject,
+        local_json: &Value,
     ) -> Result<(), SyncError> {
-        let mut local_json = to_json(key, "the service copy", local)?;
-        if let Some(m) = &self.plugins().mutator {
-            m.mutate_status(origin, &mut local_json, Some(remote))
-                .await
-                .map_err(|e| SyncError::Mutation(e, key.clone()))?;
-        }
+        // Only a status mutation needs a copy of its own to change.
+        let mutated;
+        let local_json = match &self.plugins().mutator {
+            Some(m) => {
+                let mut copy = local_json.clone();
+                m.mutate_status(origin, &mut copy, Some(remote))
+                    .await
+                    .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+                mutated = copy;
+                &mutated
+            }
+            None => local_json,
+        };
         let status = local_json.get("status").cloned().unwrap_or(Value::Null);
         let current = remote.get("status").cloned().unwrap_or(Value::Null);
         if patch::json_eq(&status, &current) {
