@@ -570,7 +570,10 @@ def doc(path, check):
     if new != text:
         stale.append(path)
     for p, content in written.items():
-        old = open(p).read() if os.path.exists(p) else None
+        old = None
+        if os.path.exists(p):
+            with open(p) as f:
+                old = f.read()
         if old != content:
             stale.append(p)
     if check:
