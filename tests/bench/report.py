@@ -114,6 +114,11 @@ def latency_cell(l):
     s = f"{p50} / {p99}"
     if l.get("quiet") is False:
         s += " (agent still busy when it began)"
+    if l.get("kept_up") is False:
+        s += (
+            f" (fell behind the rate: p50 {ms(l.get('first_fifth_p50_ms'))} for the first fifth,"
+            f" {ms(l.get('last_fifth_p50_ms')) or 'copies missing'} for the last)"
+        )
     if l.get("sent_during_backlog") is not None:
         s += f"; {l['sent_during_backlog']} of {l['objects']} sent during the sync"
     return s
@@ -659,7 +664,8 @@ def flame_svg(stacks, title):
     def walk(node, x, depth):
         for name, ch in sorted(node["c"].items()):
             w = ch["n"] / total * (W - 20)
-            if w >= 0.3:
+            # Deeper than 120 frames is an unwinding failure, not a program.
+            if w >= 0.3 and depth < 120:
                 rects.append((name, x, depth, w, ch["n"]))
                 depth_max[0] = max(depth_max[0], depth)
                 walk(ch, x, depth + 1)

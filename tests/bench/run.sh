@@ -57,5 +57,13 @@ fi
 cargo build --release -p syncweave-tests --bin bench
 
 phase "benchmark"
+# One benchmark at a time on this machine (whatever the checkout): runs that
+# overlap measure each other.
+lock=${TMPDIR:-/tmp}/syncweave-bench.lock
+exec 9>"$lock"
+if ! flock -n 9; then
+  echo "[bench] another benchmark holds $lock; wait until it ends (runs must not overlap)" >&2
+  exit 1
+fi
 "$repo/target/release/bench" "$@"
 phase "done"

@@ -169,7 +169,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
             "--latency-objects" => o.latency_objects = num(&v)? as usize,
             "--load-latency-objects" => o.load_latency_objects = num(&v)? as usize,
             "--idle-latency-objects" => o.idle_latency_objects = num(&v)? as usize,
-            "--rate" => o.rate = v.parse().with_context(|| format!("--rate: not a number: {v}"))?,
+            "--rate" => {
+                o.rate = v
+                    .parse()
+                    .with_context(|| format!("--rate: not a number: {v}"))?
+            }
             "--settle" => o.settle = num(&v)?,
             "--window" => o.window = num(&v)?,
             "--probe-interval" => o.probe_interval = num(&v)?.max(1),
@@ -197,7 +201,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
                 o.agents = v.split(',').map(|s| s.trim().to_string()).collect();
                 for a in &o.agents {
                     if !AGENTS.contains(&a.as_str()) {
-                        bail!("--agents: unknown agent {a:?} (any of {})", AGENTS.join(", "));
+                        bail!(
+                            "--agents: unknown agent {a:?} (any of {})",
+                            AGENTS.join(", ")
+                        );
                     }
                 }
             }
@@ -207,7 +214,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
     }
     anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
     if let Some(n) = scale {
-        anyhow::ensure!(o.mode != "startup", "--scale and --startup are separate modes");
+        anyhow::ensure!(
+            o.mode != "startup",
+            "--scale and --startup are separate modes"
+        );
         o.mode = "scale";
         o.objects = n;
         if !given.contains("--workspaces") {
@@ -474,7 +484,9 @@ fn tools_bin(name: &str) -> PathBuf {
 fn agent_binary(agent: &str) -> PathBuf {
     let from_env = |var: &str| std::env::var(var).ok().map(PathBuf::from);
     match agent {
-        "upstream" => from_env("UPSTREAM_SYNCAGENT_BIN").unwrap_or_else(|| tools_bin("api-syncagent")),
+        "upstream" => {
+            from_env("UPSTREAM_SYNCAGENT_BIN").unwrap_or_else(|| tools_bin("api-syncagent"))
+        }
         "upstream-unthrottled" => from_env("UPSTREAM_UNTHROTTLED_BIN")
             .unwrap_or_else(|| tools_bin("api-syncagent-unthrottled")),
         // syncweave, and the ceiling (syncweave publishes its schema).
@@ -539,10 +551,19 @@ fn lat(l: &Option<latency::Latency>) -> String {
     match l {
         None => "-".into(),
         Some(l) => format!(
-            "{}/{}{}",
+            "{}/{}{}{}",
             latency::ms(l.p50_ms),
             latency::ms(l.p99_ms),
-            if l.quiet == Some(false) { " (busy)" } else { "" }
+            if l.quiet == Some(false) {
+                " (busy)"
+            } else {
+                ""
+            },
+            if l.kept_up == Some(false) {
+                " (behind)"
+            } else {
+                ""
+            }
         ),
     }
 }
@@ -551,12 +572,7 @@ fn print_summary(results: &[Figures], opts: &Opts) {
     println!();
     println!(
         "==== {} ({} objects in {} workspaces; P1 at {}/s; P4 window {}s, probes every {}s) ====",
-        opts.mode,
-        opts.objects,
-        opts.workspaces,
-        opts.rate,
-        opts.window,
-        opts.probe_interval
+        opts.mode, opts.objects, opts.workspaces, opts.rate, opts.window, opts.probe_interval
     );
     let ceiling = results
         .iter()
@@ -597,11 +613,9 @@ fn print_summary(results: &[Figures], opts: &Opts) {
                 "{:.0} %",
                 100.0 * p2.objects_per_second / c
             )),
-            p2.ready_seconds
-                .map_or("-".into(), |s| format!("{s:.2} s")),
+            p2.ready_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
             f.p3.as_ref().map_or("-".into(), |m| mb(m.hwm_kb)),
-            f.p3
-                .as_ref()
+            f.p3.as_ref()
                 .and_then(|m| m.bytes_per_object)
                 .map_or("-".into(), |b| format!("{b:.0}")),
             p2.cpu_seconds_per_1000_objects
@@ -616,13 +630,14 @@ fn print_summary(results: &[Figures], opts: &Opts) {
             )),
         );
     }
-    println!("(* initial sync incomplete at --p2-timeout; (busy): the agent was not quiet when it began)");
-    if let Some(at) = results.iter().find_map(|f| f.p1_at_size.as_ref().map(|l| (f, l))) {
-        println!(
-            "P1 at size ({}): {}",
-            at.0.agent,
-            at.1.summary()
-        );
+    println!(
+        "(* initial sync incomplete at --p2-timeout; (busy): the agent was not quiet when it began; (behind): it fell behind the rate)"
+    );
+    if let Some(at) = results
+        .iter()
+        .find_map(|f| f.p1_at_size.as_ref().map(|l| (f, l)))
+    {
+        println!("P1 at size ({}): {}", at.0.agent, at.1.summary());
     }
     let get = |a: &str| {
         results
@@ -711,7 +726,13 @@ mod tests {
         assert_eq!(o.agents, vec!["syncweave"]);
         assert_eq!(o.idle_latency_objects, 500);
         assert!(o.out.ends_with("target/bench/scale-100000.json"));
-        let o = parse(&["--scale=2000", "--workspaces", "20", "--agents", "syncweave,upstream"]);
+        let o = parse(&[
+            "--scale=2000",
+            "--workspaces",
+            "20",
+            "--agents",
+            "syncweave,upstream",
+        ]);
         assert_eq!((o.objects, o.workspaces), (2000, 20));
         assert_eq!(o.agents, vec!["syncweave", "upstream"]);
     }
@@ -736,6 +757,9 @@ mod tests {
         let e = parse_args(["--ceiling-writes=copy,events".to_string()]).unwrap_err();
         assert!(format!("{e}").contains("unknown write \"events\""), "{e}");
         let e = parse_args(["--objects=lots".to_string()]).unwrap_err();
-        assert!(format!("{e}").contains("--objects: not a whole number"), "{e}");
+        assert!(
+            format!("{e}").contains("--objects: not a whole number"),
+            "{e}"
+        );
     }
 }
