@@ -202,6 +202,9 @@ def side_by_side(runs):
             f"{p['requests_kcp'] + p['requests_service']} in {p['window_seconds']} s = "
             f"{p['requests_per_object']:.5f}/object"
         )
+        kinds = "; ".join(t for t in (p.get("requests_kcp_top"), p.get("requests_service_top")) if t)
+        if kinds:
+            s += f": {kinds}"
         if not p.get("quiet"):
             s += " (not quiet before)"
         return s
@@ -624,7 +627,7 @@ def demangle(sym):
 def fold(perf_data):
     try:
         text = subprocess.run(
-            ["perf", "script", "-i", perf_data, "-F", "comm,ip,sym"],
+            ["perf", "script", "--no-inline", "-i", perf_data, "-F", "comm,ip,sym"],
             capture_output=True,
             text=True,
             check=True,

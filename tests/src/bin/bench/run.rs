@@ -119,8 +119,9 @@ pub struct Memory {
     pub bytes_per_object: Option<f64>,
 }
 
-/// What one new object cost, over the initial sync and the under-load P1
-/// (from the agent's start until every one of their copies existed).
+/// What one new object cost, over the initial sync and the under-load P1:
+/// from the agent's start until it went quiet again afterwards (or
+/// --quiet-timeout), so that writes trailing the copies count.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Cost {
     pub new_objects: usize,
@@ -387,18 +388,19 @@ pub async fn run_agent(f: &mut Figures, agent: &str, binary: &Path, ctx: &Ctx<'_
         f.profile = p.await.ok().flatten();
     }
 
-    // Cost of a new object: the window from the start until the backlog and
-    // the under-load objects are all synced (both waits are over now).
-    let window = t0.elapsed().as_secs_f64();
-    let dk = ctx.kcp_proxy.counter.snapshot().since(&before_kcp);
-    let ds = svc_proxy.counter.snapshot().since(&before_svc);
-    let metrics = observe::delta(&observe::scrape(ports.metrics).await, &metrics_before);
     let new_objects = p2.synced + f.p1_under_load.as_ref().map_or(0, |l| l.seen);
-    f.cost = Some(cost(&dk, &ds, metrics, new_objects, window));
     f.p2 = Some(p2);
 
     // 4. Memory once the agent settled.
     let (qw, q) = settle_quiet(agent, &proc_, ctx.kcp_proxy, svc_proxy, opts).await;
+    // Cost of a new object: from the agent's start until it went quiet
+    // (or --quiet-timeout) after the backlog and the under-load objects:
+    // writes that trail the copies (Events) count too.
+    let window = t0.elapsed().as_secs_f64();
+    let dk = ctx.kcp_proxy.counter.snapshot().since(&before_kcp);
+    let ds = svc_proxy.counter.snapshot().since(&before_svc);
+    let metrics = observe::delta(&observe::scrape(ports.metrics).await, &metrics_before);
+    f.cost = Some(cost(&dk, &ds, metrics, new_objects, window));
     let objects_held = f.p1_sustained.as_ref().map_or(0, |l| l.seen) + new_objects;
     let rss_settled = proc_.status_kb("VmRSS");
     let bytes_per_object = match (rss_settled, idle.rss_kb) {
