@@ -39,13 +39,12 @@ impl Prober {
             let fast_for = Duration::from_secs(120);
             loop {
                 for path in paths {
-                    let code =
-                        match tokio::time::timeout(Duration::from_secs(1), http_get(port, path))
-                            .await
-                        {
-                            Ok(Ok((code, _))) => code.to_string(),
-                            _ => "unreachable".to_string(),
-                        };
+                    let code = match tokio::time::timeout(Duration::from_secs(1), probe(port, path))
+                        .await
+                    {
+                        Ok(Ok(code)) => code.to_string(),
+                        _ => "unreachable".to_string(),
+                    };
                     let mut st = s.lock().unwrap();
                     if *path == "/readyz" && code == "200" && st.ready_seconds.is_none() {
                         st.ready_seconds = Some(t0.elapsed().as_secs_f64());
@@ -77,6 +76,30 @@ impl Drop for Prober {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// `GET path` on 127.0.0.1:`port` as a kubelet probes: the status code.
+/// `Connection: close`, and only the status line is read, so a server that
+/// keeps connections open (Go's net/http, upstream's) answers at once.
+pub async fn probe(port: u16, path: &str) -> std::io::Result<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256];
+    while !buf.windows(2).any(|w| w == b"\r\n") {
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&buf)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other("not an HTTP answer"))
 }
 
 /// Answers between two [`ProbeState`]s.
@@ -221,4 +244,32 @@ pub fn metric_writes(d: &BTreeMap<String, f64>) -> f64 {
         .filter(|(k, _)| !k.contains("verb=\"get\"") && !k.contains("verb=\"watch\""))
         .map(|(_, v)| v)
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probe;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that keeps the connection open after answering, as Go's
+    /// net/http does: the probe still gets its code at once.
+    #[tokio::test]
+    async fn probe_reads_the_status_of_a_keep_alive_server() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 512];
+            let _ = s.read(&mut buf).await;
+            s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        });
+        let code = tokio::time::timeout(std::time::Duration::from_secs(2), probe(port, "/readyz"))
+            .await
+            .expect("answered without waiting for the connection to close")
+            .unwrap();
+        assert_eq!(code, 404);
+    }
 }
