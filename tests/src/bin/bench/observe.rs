@@ -13,7 +13,8 @@ use crate::latency::Seen;
 use crate::process::AgentProcess;
 
 /// Polls the agent's health endpoint: every 100 ms until `/readyz` first
-/// answers 200 (or for at most `fast_for`), to time readiness, then every
+/// answers 200 (for at most two minutes, and not after a 404), to time
+/// readiness, then every
 /// `interval` as the chart's readiness probe does, for as long as it lives.
 pub struct Prober {
     state: Arc<Mutex<ProbeState>>,
@@ -55,7 +56,14 @@ impl Prober {
                         .entry(code)
                         .or_default() += 1;
                 }
-                let fast = s.lock().unwrap().ready_seconds.is_none() && t0.elapsed() < fast_for;
+                // Fast until ready; a 404 means there is no readiness
+                // check to wait for (upstream v0.7.0).
+                let fast = {
+                    let st = s.lock().unwrap();
+                    st.ready_seconds.is_none()
+                        && t0.elapsed() < fast_for
+                        && !st.answers.values().any(|codes| codes.contains_key("404"))
+                };
                 tokio::time::sleep(if fast {
                     Duration::from_millis(100)
                 } else {
