@@ -41,4 +41,8 @@ phase "example plugin logic (Python unittest, node --test)"
 python3 -m unittest discover -s examples/python-mutator -p 'test_*.py'
 (cd examples/js-mutator && node --test)
 
+phase "benchmark report (unit tests; docs/performance.md matches its JSON)"
+python3 -m unittest discover -s tests/bench -p 'test_*.py'
+python3 tests/bench/report.py doc --check
+
 phase "done"

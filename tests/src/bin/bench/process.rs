@@ -67,28 +67,28 @@ impl AgentProcess {
         Ok(AgentProcess { pid, exited })
     }
 
+    /// Set once the process has exited (for checks outside `self`'s borrow).
+    pub fn exited_flag(&self) -> Arc<AtomicBool> {
+        self.exited.clone()
+    }
+
     pub fn is_running(&self) -> bool {
         !self.exited.load(Ordering::SeqCst)
     }
 
     /// A field of /proc/<pid>/status in kB (e.g. `VmHWM`, `VmRSS`).
     pub fn status_kb(&self, field: &str) -> Option<u64> {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        s.lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        Self::observe(self.pid).status_kb(field)
     }
 
     /// User + system CPU time used so far, in seconds.
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let s = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
-        // Fields after the parenthesised command name; utime and stime are
-        // fields 14 and 15 (1-based), i.e. 11 and 12 after ")".
-        let rest = s.rsplit_once(')')?.1;
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        Some(ticks as f64 / hz)
+        Self::observe(self.pid).cpu_seconds()
+    }
+
+    /// Read-only view of process `pid`'s /proc entries.
+    pub fn observe(pid: u32) -> ProcView {
+        ProcView(pid)
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within 15 s.
@@ -118,5 +118,32 @@ impl Drop for AgentProcess {
                 libc::kill(self.pid as i32, libc::SIGKILL);
             }
         }
+    }
+}
+
+/// /proc/<pid>/status and /proc/<pid>/stat of a process.
+#[derive(Clone, Copy)]
+pub struct ProcView(u32);
+
+impl ProcView {
+    /// A field of /proc/<pid>/status in kB (e.g. `VmHWM`, `VmRSS`).
+    pub fn status_kb(&self, field: &str) -> Option<u64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.0)).ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    }
+
+    /// User + system CPU time used so far, in seconds (utime + stime of
+    /// /proc/<pid>/stat).
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let s = std::fs::read_to_string(format!("/proc/{}/stat", self.0)).ok()?;
+        // Fields after the parenthesised command name; utime and stime are
+        // fields 14 and 15 (1-based), i.e. 11 and 12 after ")".
+        let rest = s.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        Some(ticks as f64 / hz)
     }
 }

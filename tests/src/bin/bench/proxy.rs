@@ -75,6 +75,19 @@ impl Snapshot {
         }
     }
 
+    /// Writes among them: creates, updates, patches and deletes.
+    pub fn writes(&self) -> u64 {
+        self.by_kind
+            .iter()
+            .filter(|(k, _)| {
+                ["create ", "update ", "patch ", "delete"]
+                    .iter()
+                    .any(|p| k.starts_with(p))
+            })
+            .map(|(_, v)| v)
+            .sum()
+    }
+
     /// The `n` most frequent kinds, "verb resource ×count", most first.
     pub fn top(&self, n: usize) -> String {
         let mut v: Vec<_> = self.by_kind.iter().collect();
