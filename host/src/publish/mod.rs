@@ -307,6 +307,12 @@ impl Publisher {
                         crate::metrics::METRICS
                             .published_resources
                             .set(this.prs.state().len() as i64);
+                        // After each (re-)list, behind the resources it
+                        // enqueued: the export is checked once (its
+                        // annotation; readiness follows the first check).
+                        if matches!(ev, watcher::Event::InitDone) {
+                            this.queue.add(Key::Export);
+                        }
                     },
                     |e, retry, report| {
                         if report {
@@ -366,11 +372,6 @@ impl Publisher {
                 }
             });
         }
-        // The export is checked once at start (its annotation, schemas of a
-        // resource deleted while the agent was down stay as upstream keeps
-        // them), then whenever a resource's contribution changes.
-        self.queue.add(Key::Export);
-
         cancel.cancelled().await;
         self.queue.shut_down();
         tasks.abort_all();
