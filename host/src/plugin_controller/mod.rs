@@ -17,6 +17,7 @@ pub mod configmaps;
 pub mod controller;
 pub mod registry;
 pub mod resolver;
+pub mod selftest;
 
 pub use controller::{Checker, ControllerConfig, run, run_with};
 pub use registry::{NotReady, ReadyPlugin, WasmPluginRegistry};
