@@ -270,7 +270,8 @@ impl Publisher {
 
     /// Everything a pass reads, hashed: the PublishedResources (any change,
     /// status included), the CRDs, the endpoint slice's URLs, the WasmPlugin
-    /// digests in use and the failing objects of each running sync.
+    /// digests in use (and new digests they hold back) and the failing
+    /// objects of each running sync.
     fn inputs(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -284,6 +285,7 @@ impl Publisher {
             )
                 .hash(&mut h);
             self.wasm_plugins_in_use(pr).1.hash(&mut h);
+            self.plugins_held_back(pr).hash(&mut h);
         }
         self.crds.versions().hash(&mut h);
         self.kcp.endpoints().borrow().hash(&mut h);
@@ -582,18 +584,11 @@ impl Publisher {
             if let Some(r) = self.running.get(&name)
                 && r.fingerprint == fingerprint
             {
-                // Never Ready while objects keep failing.
-                let failing = r.ctx.failures.summary();
-                match failing {
-                    Some(msg) => {
-                        self.set_condition(api, &name, "False", "ObjectsFailing", &msg)
-                            .await
-                    }
-                    None => {
-                        self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                            .await
-                    }
-                }
+                // Never Ready while objects keep failing, or while a plugin
+                // holds back new code.
+                let (status, reason, msg) =
+                    self.sync_condition(pr, r.ctx.failures.summary(), &syncing_message);
+                self.set_condition(api, &name, status, reason, &msg).await;
                 continue;
             }
             match self.start_sync(pr, &resolved).await {
@@ -609,8 +604,8 @@ impl Publisher {
                     ) {
                         old.cancel.cancel();
                     }
-                    self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                        .await;
+                    let (status, reason, msg) = self.sync_condition(pr, None, &syncing_message);
+                    self.set_condition(api, &name, status, reason, &msg).await;
                 }
                 // No workspace has bound the export yet: the slice's watch
                 // wakes the loop when one does (the URLs are part of the
@@ -642,15 +637,18 @@ impl Publisher {
         pending
     }
 
-    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
-    /// (`name=not-ready` for one without a Ready digest), and the same with
-    /// each plugin's generation (its default config is part of what runs).
-    fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
+    /// The WasmPlugins the resource uses by name, sorted.
+    fn wasm_plugin_names(pr: &PublishedResource) -> Vec<&str> {
         let spec = &pr.spec;
         let mut uses: Vec<&crate::apis::WasmUse> = Vec::new();
         uses.extend(spec.projection.as_ref().and_then(|p| p.wasm.as_ref()));
         uses.extend(spec.naming.as_ref().and_then(|n| n.wasm.as_ref()));
-        if let Some(m) = &spec.mutation {
+        let related = spec
+            .related
+            .iter()
+            .flatten()
+            .filter_map(|r| r.mutation.as_ref());
+        for m in spec.mutation.iter().chain(related) {
             for rules in [&m.spec, &m.status].into_iter().flatten() {
                 uses.extend(rules.iter().filter_map(|r| r.wasm.as_ref()));
             }
@@ -658,12 +656,40 @@ impl Publisher {
         let mut names: Vec<&str> = uses.iter().filter_map(|u| u.plugin.as_deref()).collect();
         names.sort();
         names.dedup();
+        names
+    }
+
+    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
+    /// (`name=not-ready` for one without a Ready digest; during a staged
+    /// rollout with its canary digest and whom it serves), and the same
+    /// with each digest's WasmPlugin generation (its default config is part
+    /// of what runs) and the canary's rule: a change of the second swaps
+    /// new plugin code into the running sync.
+    fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
         let (mut shown, mut exact) = (Vec::new(), Vec::new());
-        for n in names {
-            match self.plugins.registry().get(n) {
-                Ok(p) => {
-                    shown.push(format!("{n}={}", p.digest()));
-                    exact.push(format!("{n}={}@{:?}", p.digest(), p.generation));
+        for n in Self::wasm_plugin_names(pr) {
+            match self.plugins.registry().serving(n) {
+                Ok(s) => {
+                    let p = &s.stable;
+                    let (mut show, mut version) = (
+                        format!("{n}={}", p.digest()),
+                        format!("{n}={}@{:?}", p.digest(), p.generation),
+                    );
+                    if let Some(c) = &s.canary {
+                        show.push_str(&format!(
+                            " (canary {} for {})",
+                            c.plugin.digest(),
+                            c.rule.describe()
+                        ));
+                        version.push_str(&format!(
+                            "+canary={}@{:?}/{}",
+                            c.plugin.digest(),
+                            c.plugin.generation,
+                            c.rule.key()
+                        ));
+                    }
+                    shown.push(show);
+                    exact.push(version);
                 }
                 Err(_) => {
                     shown.push(format!("{n}=not-ready"));
@@ -672,6 +698,46 @@ impl Publisher {
             }
         }
         (shown.join(","), exact.join(","))
+    }
+
+    /// Why WasmPlugins the resource uses serve an older digest than their
+    /// spec.source names (a new digest that failed its checks), one message
+    /// per plugin.
+    fn plugins_held_back(&self, pr: &PublishedResource) -> Vec<String> {
+        Self::wasm_plugin_names(pr)
+            .into_iter()
+            .filter_map(|n| {
+                let s = self.plugins.registry().serving(n).ok()?;
+                Some(format!("WasmPlugin {n:?}: {}", s.held_back?))
+            })
+            .collect()
+    }
+
+    /// The Ready condition of a running sync: False while objects fail, or
+    /// while a WasmPlugin it uses holds back a new digest that failed its
+    /// checks (objects keep syncing with the previous one); True otherwise.
+    fn sync_condition(
+        &self,
+        pr: &PublishedResource,
+        failing: Option<String>,
+        syncing_message: &str,
+    ) -> (&'static str, &'static str, String) {
+        if let Some(msg) = failing {
+            return ("False", "ObjectsFailing", msg);
+        }
+        let held_back = self.plugins_held_back(pr);
+        if !held_back.is_empty() {
+            return (
+                "False",
+                "WasmPluginNotUpdated",
+                format!(
+                    "objects keep syncing with the previous digest of a WasmPlugin whose new \
+                     digest is not used: {}",
+                    held_back.join("; ")
+                ),
+            );
+        }
+        ("True", "Syncing", syncing_message.to_string())
     }
 
     /// Start syncing once kcp serves the projected resource in the virtual
@@ -766,10 +832,10 @@ impl Publisher {
             mutator: self.plugins.mutator(pr).await?,
             related: self.plugins.related(pr).await?,
             templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
-                true => {
-                    Some(self.plugins.text_templates(pr)?
-                        as Arc<dyn crate::sync::related::Templates>)
-                }
+                true => Some(
+                    self.plugins.text_templates(pr).await?
+                        as Arc<dyn crate::sync::related::Templates>,
+                ),
                 false => None,
             },
         })
