@@ -437,7 +437,7 @@ fn test_examples(plugin: &Plugin) -> anyhow::Result<()> {
     println!("{} passed, {} failed", report.passed, report.failed.len());
     if let Some(summary) = report.failure_summary() {
         anyhow::bail!(
-            "{} of {}: {summary}; the agent refuses a digest whose examples fail",
+            "{} ({}): {summary}; the agent refuses a digest whose examples fail",
             plugin.name(),
             plugin.digest()
         );
