@@ -918,7 +918,11 @@ mod tests {
         let rt = runtime();
         let registry = WasmPluginRegistry::new();
         let echo = rt
-            .load("test-echo", &std::fs::read(crate::plugin_controller::tests::test_plugin("test-echo")).unwrap(), None)
+            .load(
+                "test-echo",
+                &std::fs::read(crate::plugin_controller::tests::test_plugin("test-echo")).unwrap(),
+                None,
+            )
             .unwrap();
         let ready = |label: &str, generation| ReadyPlugin {
             name: "stamp".into(),
@@ -934,10 +938,12 @@ mod tests {
         let selector = CanaryRule::from_spec(
             &crate::apis::WasmPluginCanary {
                 fraction: None,
-                selector: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
-                    match_labels: Some([("team".to_string(), "a".to_string())].into()),
-                    ..Default::default()
-                }),
+                selector: Some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                        match_labels: Some([("team".to_string(), "a".to_string())].into()),
+                        ..Default::default()
+                    },
+                ),
             },
             "spec.rollout.canary",
         )
@@ -987,7 +993,10 @@ mod tests {
             .await
             .unwrap_err();
         let canary = serving.canary.as_ref().unwrap();
-        assert_eq!((serving.stable.stats.errors(), canary.plugin.stats.errors()), (0, 1));
+        assert_eq!(
+            (serving.stable.stats.errors(), canary.plugin.stats.errors()),
+            (0, 1)
+        );
 
         // The namer picks the same way, from the object itself.
         let pr: PublishedResource = serde_json::from_value(json!({

@@ -622,7 +622,11 @@ spec:
                 &fraction["exclusiveMinimum"],
                 &fraction["maximum"]
             ),
-            (&serde_json::json!(0.0), &serde_json::json!(true), &serde_json::json!(1.0))
+            (
+                &serde_json::json!(0.0),
+                &serde_json::json!(true),
+                &serde_json::json!(1.0)
+            )
         );
         assert_eq!(
             canary["x-kubernetes-validations"][0]["rule"],

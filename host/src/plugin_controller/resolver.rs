@@ -574,7 +574,11 @@ mod tests {
         let rt = runtime();
         let registry = WasmPluginRegistry::new();
         let echo = rt
-            .load("test-echo", &std::fs::read(test_plugin("test-echo")).unwrap(), None)
+            .load(
+                "test-echo",
+                &std::fs::read(test_plugin("test-echo")).unwrap(),
+                None,
+            )
             .unwrap();
         let ready = |plugin: Arc<Plugin>, config: serde_json::Value| ReadyPlugin {
             name: "p".into(),
