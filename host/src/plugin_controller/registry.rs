@@ -124,7 +124,7 @@ pub struct NotReady {
 
 #[derive(Clone)]
 enum Entry {
-    Serving(Serving),
+    Serving(Box<Serving>),
     Failed(String),
 }
 
@@ -205,7 +205,7 @@ impl WasmPluginRegistry {
             reason,
         };
         match self.read().get(name) {
-            Some(Entry::Serving(s)) => Ok(s.clone()),
+            Some(Entry::Serving(s)) => Ok(Serving::clone(s)),
             Some(Entry::Failed(reason)) => Err(not_ready(format!(
                 "{reason}; see `kubectl describe wasmplugin {name}`"
             ))),
@@ -227,7 +227,7 @@ impl WasmPluginRegistry {
         self.read()
             .iter()
             .filter_map(|(k, e)| match e {
-                Entry::Serving(s) => Some((k.clone(), s.clone())),
+                Entry::Serving(s) => Some((k.clone(), Serving::clone(s))),
                 Entry::Failed(_) => None,
             })
             .collect()
@@ -284,7 +284,7 @@ impl WasmPluginRegistry {
                 Some(old) => !old.same_code(&s) || old.held_back != s.held_back,
                 None => true,
             };
-            m.insert(name.clone(), Entry::Serving(s.clone()));
+            m.insert(name.clone(), Entry::Serving(Box::new(s.clone())));
             changed
         });
         s
