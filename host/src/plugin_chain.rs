@@ -6,8 +6,13 @@
 //! Every guest call runs on Tokio's blocking pool through the runtime's
 //! [`CallPool`], so a slow plugin never holds up an async worker (lease
 //! renewal, watches), and all calls together use at most one thread per core.
+//!
+//! A WasmPlugin in a staged rollout has two digests: each call picks one by
+//! the kcp object it is made for ([`Choice`]), and failed calls are counted
+//! per digest for the WasmPlugin's status.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -17,7 +22,7 @@ use syncweave_runtime::{
 
 use crate::apis::wasmplugin::FailurePolicy;
 use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, WasmUse};
-use crate::plugin_controller::PluginResolver;
+use crate::plugin_controller::{CanaryRule, DigestStats, PluginResolver, Resolved, Subject};
 use crate::sync::naming::LocalName;
 use crate::sync::related::{Related, Templates};
 use crate::sync::syncer::{Mutator, Namer, Origin};
@@ -43,6 +48,8 @@ pub enum PluginSetupError {
 pub struct PluginHost {
     runtime: Runtime,
     resolver: Arc<PluginResolver>,
+    /// Built-ins' self-test verdicts by digest: each runs its examples once.
+    builtins_tested: Arc<Mutex<HashMap<String, Result<(), String>>>>,
 }
 
 fn pr_name(pr: &PublishedResource) -> String {
@@ -78,6 +85,7 @@ impl PluginHost {
         PluginHost {
             runtime,
             resolver: Arc::new(resolver),
+            builtins_tested: Arc::default(),
         }
     }
 
@@ -110,36 +118,76 @@ impl PluginHost {
         self.resolver.registry()
     }
 
-    fn builtin(
+    /// A built-in plugin (from the binary, or a replacement in a built-in
+    /// directory), through the same self-test gate as any other digest:
+    /// its examples run once per digest.
+    async fn builtin(
         &self,
         pr: &PublishedResource,
         field: &str,
         name: &str,
     ) -> Result<Arc<Plugin>, PluginSetupError> {
-        self.runtime
+        let plugin = self
+            .runtime
             .load_builtin(name)
-            .map_err(plugin_err(pr, field))
+            .map_err(plugin_err(pr, field))?;
+        let known = self
+            .builtins_tested
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(plugin.digest())
+            .cloned();
+        let verdict = match known {
+            Some(v) => v,
+            None => {
+                let (verdict, lasting) =
+                    match crate::plugin_controller::selftest::run(self.pool(), &plugin).await {
+                        Ok(t) => (t.failure_summary().map_or(Ok(()), Err), !t.is_transient()),
+                        Err(f) => (
+                            Err(format!("describe() failed: {f}")),
+                            !f.kind.is_transient(),
+                        ),
+                    };
+                // A timeout may pass next time (a busy machine): not kept.
+                if lasting {
+                    self.builtins_tested
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(plugin.digest().to_string(), verdict.clone());
+                }
+                verdict
+            }
+        };
+        verdict.map_err(|m| PluginSetupError::Field {
+            pr: pr_name(pr),
+            field: field.into(),
+            message: format!(
+                "the built-in plugin {name:?} ({}) failed its self-test: {m}; a replacement \
+                 in a built-in plugin directory is broken, or this is a bug (please report it)",
+                plugin.digest()
+            ),
+        })?;
+        Ok(plugin)
     }
 
     /// Resolve the plugin a `wasm` use names (a WasmPlugin, or an inline
-    /// source of any kind), check its world and validate its config.
+    /// source of any kind), check its world and validate its config (for
+    /// every digest that serves it).
     async fn resolve(
         &self,
         pr: &PublishedResource,
         field: &str,
         u: &WasmUse,
         world: World,
-    ) -> Result<(Arc<Plugin>, String, FailurePolicy), PluginSetupError> {
-        let r = self
-            .resolver
+    ) -> Result<Resolved, PluginSetupError> {
+        self.resolver
             .resolve_use(u, world, field)
             .await
             .map_err(|e| PluginSetupError::Field {
                 pr: pr_name(pr),
                 field: e.field,
                 message: e.message,
-            })?;
-        Ok((r.plugin, r.config, r.failure_policy))
+            })
     }
 
     /// Select versions and apply `spec.projection` to a service-cluster CRD:
@@ -150,7 +198,7 @@ impl PluginHost {
         pr: &PublishedResource,
         crd: &Value,
     ) -> Result<Value, PluginSetupError> {
-        let builtin = self.builtin(pr, "spec.projection", "projection")?;
+        let builtin = self.builtin(pr, "spec.projection", "projection").await?;
         let mut projection = spec_json(pr, "spec.projection", &pr.spec.projection)?;
         if let Some(p) = projection.as_object_mut() {
             p.remove("wasm");
@@ -161,18 +209,27 @@ impl PluginHost {
             .project_with(pr, "spec.projection", &builtin, config, crd.to_string())
             .await?;
         if let Some(u) = pr.spec.projection.as_ref().and_then(|p| p.wasm.as_ref()) {
-            let (plugin, config, _) = self
+            // A projector runs once per PublishedResource, not per object:
+            // the WasmPlugin controller refuses a canary on one, so this is
+            // always its stable digest.
+            let r = self
                 .resolve(pr, "spec.projection.wasm", u, World::Projector)
                 .await?;
-            projected = self
+            let result = self
                 .project_with(
                     pr,
                     "spec.projection.wasm",
-                    &plugin,
-                    config,
+                    &r.plugin,
+                    r.config,
                     projected.to_string(),
                 )
-                .await?;
+                .await;
+            if result.is_err()
+                && let Some(s) = &r.stats
+            {
+                s.failed();
+            }
+            projected = result?;
         }
         Ok(projected)
     }
@@ -206,13 +263,15 @@ impl PluginHost {
         local_namespaced: bool,
     ) -> Result<Arc<dyn Namer>, PluginSetupError> {
         let naming = pr.spec.naming.clone().unwrap_or_default();
-        let (plugin, config) = match &naming.wasm {
+        let choice = match &naming.wasm {
             // Naming always fails closed: a wrong name is worse than no sync.
             Some(u) => {
-                let (plugin, config, _) = self
-                    .resolve(pr, "spec.naming.wasm", u, World::Namer)
-                    .await?;
-                (plugin, config)
+                let mut c = Choice::from(
+                    self.resolve(pr, "spec.naming.wasm", u, World::Namer)
+                        .await?,
+                );
+                c.fail_closed();
+                c
             }
             None => {
                 let config = json!({
@@ -221,15 +280,14 @@ impl PluginHost {
                     "clusterScoped": !local_namespaced,
                 })
                 .to_string();
-                let plugin = self.builtin(pr, "spec.naming", "naming")?;
+                let plugin = self.builtin(pr, "spec.naming", "naming").await?;
                 self.validate(pr, "spec.naming", &plugin, &config).await?;
-                (plugin, config)
+                Choice::fixed(plugin, config)
             }
         };
         Ok(Arc::new(WasmNamer {
             pool: self.pool().clone(),
-            plugin,
-            config: config.into(),
+            choice,
             owner: pr_name(pr),
             local_namespaced,
         }))
@@ -300,14 +358,12 @@ impl PluginHost {
                         && rule.cel.is_none() =>
                 {
                     self.flush(pr, field, &mut group, &mut steps).await?;
-                    let (plugin, config, policy) = self
+                    let r = self
                         .resolve(pr, &format!("{rule_field}.wasm"), u, World::Mutator)
                         .await?;
                     steps.push(Step {
-                        plugin,
-                        config: config.into(),
+                        choice: Choice::from(r),
                         field: format!("{rule_field}.wasm"),
-                        ignore_failures: policy == FailurePolicy::Ignore,
                     });
                 }
                 Some(_) => {
@@ -351,14 +407,12 @@ impl PluginHost {
         if group.is_empty() {
             return Ok(());
         }
-        let plugin = self.builtin(pr, field, "mutation")?;
+        let plugin = self.builtin(pr, field, "mutation").await?;
         let config = Value::Array(std::mem::take(group)).to_string();
         self.validate(pr, field, &plugin, &config).await?;
         steps.push(Step {
-            plugin,
-            config: config.into(),
+            choice: Choice::fixed(plugin, config),
             field: field.to_string(),
-            ignore_failures: false,
         });
         Ok(())
     }
@@ -378,11 +432,11 @@ const TEXT_TEMPLATE_CONFIG: &str = r#"{"engine":"gotemplate","htmlEscape":false,
 
 impl PluginHost {
     /// The template evaluator for a PublishedResource's related resources.
-    pub fn text_templates(
+    pub async fn text_templates(
         &self,
         pr: &PublishedResource,
     ) -> Result<Arc<TextTemplates>, PluginSetupError> {
-        let plugin = self.builtin(pr, "spec.related", "renderer")?;
+        let plugin = self.builtin(pr, "spec.related", "renderer").await?;
         Ok(Arc::new(TextTemplates {
             pool: self.pool().clone(),
             plugin,
@@ -425,10 +479,91 @@ impl TextTemplates {
     }
 }
 
-struct WasmNamer {
-    pool: CallPool,
+/// One digest a step or a namer may call, and how.
+struct Variant {
     plugin: Arc<Plugin>,
     config: Arc<str>,
+    /// WasmPlugin `failurePolicy: Ignore`: a failing call leaves the object
+    /// as it was and the chain goes on.
+    ignore_failures: bool,
+    /// Where its failed calls are counted (WasmPlugins only).
+    stats: Option<Arc<DigestStats>>,
+}
+
+impl Variant {
+    fn failed(&self) {
+        if let Some(s) = &self.stats {
+            s.failed();
+        }
+    }
+}
+
+/// What a use calls: one digest, or during a WasmPlugin's staged rollout
+/// the canary digest for the objects its rule selects and the stable one
+/// for the others.
+struct Choice {
+    stable: Variant,
+    canary: Option<(Arc<CanaryRule>, Variant)>,
+}
+
+impl From<Resolved> for Choice {
+    fn from(r: Resolved) -> Choice {
+        Choice {
+            stable: Variant {
+                plugin: r.plugin,
+                config: r.config.into(),
+                ignore_failures: r.failure_policy == FailurePolicy::Ignore,
+                stats: r.stats,
+            },
+            canary: r.canary.map(|c| {
+                (
+                    c.rule,
+                    Variant {
+                        plugin: c.plugin,
+                        config: c.config.into(),
+                        ignore_failures: c.failure_policy == FailurePolicy::Ignore,
+                        stats: Some(c.stats),
+                    },
+                )
+            }),
+        }
+    }
+}
+
+impl Choice {
+    fn fixed(plugin: Arc<Plugin>, config: String) -> Choice {
+        Choice {
+            stable: Variant {
+                plugin,
+                config: config.into(),
+                ignore_failures: false,
+                stats: None,
+            },
+            canary: None,
+        }
+    }
+
+    /// Failures always stop the sync (naming).
+    fn fail_closed(&mut self) {
+        self.stable.ignore_failures = false;
+        if let Some((_, c)) = &mut self.canary {
+            c.ignore_failures = false;
+        }
+    }
+
+    /// The digest for the object `subject` describes; `subject` is only
+    /// looked at during a rollout.
+    fn pick<'s>(&self, subject: impl FnOnce() -> Subject<'s>) -> &Variant {
+        match &self.canary {
+            Some((rule, canary)) if rule.selects(&subject()) => canary,
+            _ => &self.stable,
+        }
+    }
+}
+
+struct WasmNamer {
+    pool: CallPool,
+    choice: Choice,
     owner: String,
     local_namespaced: bool,
 }
@@ -446,13 +581,17 @@ impl Namer for WasmNamer {
             direction: Direction::KcpToService,
             owner: self.owner.clone(),
         };
-        let (config, object) = (self.config.clone(), object_json(object));
+        let v = self.choice.pick(|| Subject::of_json(cluster, object));
+        let (config, object) = (v.config.clone(), object_json(object));
         Box::pin(async move {
             let n = self
                 .pool
-                .run(&self.plugin, move |p| p.name_object(&ctx, &config, &object))
+                .run(&v.plugin, move |p| p.name_object(&ctx, &config, &object))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| {
+                    v.failed();
+                    e.to_string()
+                })?;
             Ok(LocalName {
                 name: n.name,
                 namespace: n.namespace.filter(|_| self.local_namespaced),
@@ -462,12 +601,8 @@ impl Namer for WasmNamer {
 }
 
 struct Step {
-    plugin: Arc<Plugin>,
-    config: Arc<str>,
+    choice: Choice,
     field: String,
-    /// WasmPlugin `failurePolicy: Ignore`: a failing call leaves the object
-    /// as it was and the chain goes on.
-    ignore_failures: bool,
 }
 
 struct WasmMutator {
@@ -513,17 +648,21 @@ impl WasmMutator {
         let other: Option<Arc<str>> = other.map(|o| object_json(o).into());
         let mut current = object_json(object);
         for step in steps {
-            let (ctx, config, other) = (ctx.clone(), step.config.clone(), other.clone());
+            let v = step.choice.pick(|| origin.subject);
+            let (ctx, config, other) = (ctx.clone(), v.config.clone(), other.clone());
             let input = current.clone();
             let result = self
                 .pool
-                .run(&step.plugin, move |p| {
+                .run(&v.plugin, move |p| {
                     p.mutate(&ctx, &config, &input, other.as_deref())
                 })
                 .await;
+            if result.is_err() {
+                v.failed();
+            }
             match result {
                 Ok(out) => current = out,
-                Err(e) if step.ignore_failures => {
+                Err(e) if v.ignore_failures => {
                     tracing::warn!(field = %step.field, error = %e, "plugin failed; skipped (failurePolicy: Ignore)");
                 }
                 Err(source) => {
@@ -630,6 +769,12 @@ mod tests {
     const ORIGIN: Origin<'static> = Origin {
         cluster: "abc",
         path: None,
+        subject: Subject {
+            cluster: "abc",
+            namespace: Some("default"),
+            name: "a",
+            labels: crate::plugin_controller::Labels::None,
+        },
     };
 
     fn crontab() -> Value {
@@ -760,5 +905,114 @@ mod tests {
             assert!(!name.name.is_empty());
         }
         assert_eq!(host.pool().in_use(), 0);
+    }
+
+    /// During a WasmPlugin's staged rollout every step picks its digest by
+    /// the kcp object the call is for (here by label), each with the config
+    /// it was checked with, and failed calls count on the digest that made
+    /// them.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_canary_step_picks_its_digest_per_object() {
+        use crate::plugin_controller::{Canary, CanaryRule, Labels, ReadyPlugin, Serving};
+        use std::collections::BTreeMap;
+        let rt = runtime();
+        let registry = WasmPluginRegistry::new();
+        let echo = rt
+            .load(
+                "test-echo",
+                &std::fs::read(crate::plugin_controller::tests::test_plugin("test-echo")).unwrap(),
+                None,
+            )
+            .unwrap();
+        let ready = |label: &str, generation| ReadyPlugin {
+            name: "stamp".into(),
+            uid: "uid".into(),
+            generation: Some(generation),
+            plugin: echo.clone(),
+            limits: Default::default(),
+            failure_policy: FailurePolicy::Fail,
+            default_config: Some(json!({"label": label})),
+            source: "file:///echo.wasm".into(),
+            stats: Default::default(),
+        };
+        let selector = CanaryRule::from_spec(
+            &crate::apis::WasmPluginCanary {
+                fraction: None,
+                selector: Some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                        match_labels: Some([("team".to_string(), "a".to_string())].into()),
+                        ..Default::default()
+                    },
+                ),
+            },
+            "spec.rollout.canary",
+        )
+        .unwrap()
+        .unwrap();
+        let serving = registry.set_serving(Serving {
+            stable: ready("stable", 1),
+            canary: Some(Canary {
+                plugin: ready("canary", 2),
+                rule: Arc::new(selector),
+            }),
+            held_back: None,
+        });
+        let host = PluginHost::new(
+            rt.clone(),
+            PluginResolver::new(rt.clone(), registry, fetch_context(&rt)),
+        );
+        let pr = pr_with_spec_mutations(json!([{"wasm": {"plugin": "stamp"}}]));
+        let m = host.mutator(&pr).await.unwrap().expect("a mutator");
+
+        let team_a: BTreeMap<String, String> = [("team".to_string(), "a".to_string())].into();
+        let origin = |labels| Origin {
+            cluster: "abc",
+            path: None,
+            subject: Subject {
+                cluster: "abc",
+                namespace: Some("default"),
+                name: "a",
+                labels,
+            },
+        };
+        let stamped = |o: &Value| o["metadata"]["labels"]["syncweave.test/echo"].clone();
+        let mut obj = crontab();
+        m.mutate_spec(&origin(Labels::Map(&team_a)), &mut obj, None)
+            .await
+            .unwrap();
+        assert_eq!(stamped(&obj), "canary");
+        let mut obj = crontab();
+        m.mutate_spec(&origin(Labels::None), &mut obj, None)
+            .await
+            .unwrap();
+        assert_eq!(stamped(&obj), "stable");
+
+        // A call that fails (an object without metadata) counts on its digest.
+        let mut broken = json!({"apiVersion": "example.com/v1", "kind": "CronTab"});
+        m.mutate_spec(&origin(Labels::Map(&team_a)), &mut broken, None)
+            .await
+            .unwrap_err();
+        let canary = serving.canary.as_ref().unwrap();
+        assert_eq!(
+            (serving.stable.stats.errors(), canary.plugin.stats.errors()),
+            (0, 1)
+        );
+
+        // The namer picks the same way, from the object itself.
+        let pr: PublishedResource = serde_json::from_value(json!({
+            "apiVersion": "syncagent.kcp.io/v1alpha1",
+            "kind": "PublishedResource",
+            "metadata": {"name": "crontabs"},
+            "spec": {
+                "resource": {"apiGroup": "example.com", "version": "v1", "kind": "CronTab"},
+                "naming": {"wasm": {"plugin": "stamp"}},
+            },
+        }))
+        .unwrap();
+        let e = match host.namer(&pr, true).await {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a mutator is not a namer"),
+        };
+        assert!(e.contains("is a mutator plugin"), "{e}");
     }
 }

@@ -154,7 +154,7 @@ async fn file_source_becomes_ready() {
         !info.name.is_empty() && !info.version.is_empty(),
         "{info:?}"
     );
-    for t in ["Fetched", "Compiled", "Ready"] {
+    for t in ["Fetched", "Compiled", "SelfTested", "Ready"] {
         let c = wp.condition(t).unwrap();
         assert_eq!(c.status, "True", "{t}: {c:?}");
         assert_eq!(c.observed_generation, wp.metadata.generation);
@@ -326,8 +326,9 @@ async fn configmap_source_becomes_ready() {
 
     // The ConfigMap is watched: a change is read at once. Nothing re-reads
     // a Ready ConfigMap plugin on a timer, so without the watch this waits
-    // forever. Bytes that do not match the pinned sha256 are refused, and
-    // the old code is no longer offered.
+    // forever. Bytes that do not match the pinned sha256 are refused: the
+    // WasmPlugin is not Ready, and the digest that matched the pin keeps
+    // serving (docs/rollout.md).
     let configmaps = Api::<ConfigMap>::namespaced(s.client.clone(), "plugins");
     let set_bytes = |b: Vec<u8>| {
         let configmaps = configmaps.clone();
@@ -348,7 +349,18 @@ async fn configmap_source_becomes_ready() {
     let wp = wait_ready(&s.client, "from-cm", "False").await;
     let fetched = wp.condition("Fetched").unwrap();
     assert_eq!(fetched.status, "False", "{fetched:?}");
-    assert!(s.registry.get("from-cm").is_err());
+    assert_eq!(
+        s.registry.get("from-cm").unwrap().digest(),
+        digest_of(&bytes),
+        "the pinned digest keeps serving"
+    );
+    assert_eq!(
+        wp.status
+            .as_ref()
+            .and_then(|s| s.stable.as_ref())
+            .map(|s| s.digest.as_str()),
+        Some(digest_of(&bytes).as_str())
+    );
     set_bytes(bytes.clone()).await;
     wait_ready(&s.client, "from-cm", "True").await;
 

@@ -10,6 +10,7 @@
 pub mod bindings;
 pub use syncweave_builtins as builtins;
 pub use syncweave_wasm_build as build;
+mod examples;
 mod failure;
 pub mod fsutil;
 mod host;
@@ -23,12 +24,12 @@ mod stdio;
 pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
+pub use examples::{
+    Difference, ExampleFailure, ExampleOutcome, ExampleVerdict, example_context, json_difference,
+};
 pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
 pub use json::object_json;
-pub use plugin::{
-    CallContext, Direction, ExampleOutcome, ExampleVerdict, Fixture, ObjectName, Plugin,
-    PluginInfo, WarmInstance,
-};
+pub use plugin::{CallContext, Direction, Fixture, ObjectName, Plugin, PluginInfo, WarmInstance};
 pub use pool::{CallObserver, CallPool, available_cores};
 pub use precompiled::count as precompiled_builtins;
 pub use runtime::{

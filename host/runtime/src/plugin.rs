@@ -93,22 +93,6 @@ impl From<types::PluginInfo> for PluginInfo {
     }
 }
 
-/// How one worked example fared in [`Plugin::run_examples`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExampleOutcome {
-    pub name: String,
-    pub verdict: ExampleVerdict,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExampleVerdict {
-    Passed,
-    /// Why: the classified failure or the difference from the expectation.
-    Failed(String),
-    /// The example cannot be run for this world (renderers).
-    Skipped,
-}
-
 pub(crate) enum WorldPre {
     Mutator(bindings::mutator::MutatorPre<HostState>),
     Namer(bindings::namer::NamerPre<HostState>),
@@ -402,61 +386,6 @@ impl Plugin {
         store.limiter(|s| &mut s.limiter);
         store.set_epoch_deadline(self.epoch_ticks);
         store
-    }
-
-    /// Run the worked examples from `describe()` as a self-test, in the fixed
-    /// context of docs/writing-plugins.md (cluster `fixture-cluster`, path
-    /// `root:fixture`, kcp-to-service, owner `fixture`): each
-    /// example's input goes through the plugin's role function and, when the
-    /// example states an expected output, the result must equal it as JSON.
-    /// Renderer examples carry no template, so they are checked for a
-    /// successful describe only and reported as skipped.
-    pub fn run_examples(&self) -> Result<Vec<ExampleOutcome>, PluginFailure> {
-        let info = self.describe()?;
-        // The fixed context docs/writing-plugins.md promises plugin authors.
-        let ctx = CallContext {
-            cluster_name: "fixture-cluster".into(),
-            cluster_path: Some("root:fixture".into()),
-            direction: Direction::KcpToService,
-            owner: "fixture".into(),
-        };
-        let mut outcomes = Vec::new();
-        for ex in info.examples {
-            let result: Result<Option<String>, PluginFailure> = match self.world() {
-                World::Mutator => self.mutate(&ctx, &ex.config, &ex.input, None).map(Some),
-                World::Namer => self.name_object(&ctx, &ex.config, &ex.input).map(|n| {
-                    // Cluster-scoped names are written without a namespace key.
-                    let mut v = serde_json::json!({"name": n.name});
-                    if let Some(ns) = n.namespace {
-                        v["namespace"] = ns.into();
-                    }
-                    Some(v.to_string())
-                }),
-                World::Projector => self.project(&ex.config, &ex.input).map(Some),
-                World::Renderer => Ok(None),
-            };
-            let verdict = match (&result, &ex.expected) {
-                (Err(e), _) => ExampleVerdict::Failed(e.to_string()),
-                (Ok(None), _) => ExampleVerdict::Skipped,
-                (Ok(Some(_)), None) => ExampleVerdict::Passed,
-                (Ok(Some(got)), Some(want)) => match (
-                    serde_json::from_str::<serde_json::Value>(got),
-                    serde_json::from_str::<serde_json::Value>(want),
-                ) {
-                    (Ok(g), Ok(w)) if g == w => ExampleVerdict::Passed,
-                    (Ok(_), Ok(_)) => ExampleVerdict::Failed(format!("got {got}, expected {want}")),
-                    (_, Err(e)) => ExampleVerdict::Failed(format!(
-                        "the example's expected output is not JSON: {e}"
-                    )),
-                    (Err(e), _) => ExampleVerdict::Failed(format!("output is not JSON: {e}")),
-                },
-            };
-            outcomes.push(ExampleOutcome {
-                name: ex.name,
-                verdict,
-            });
-        }
-        Ok(outcomes)
     }
 
     fn check_size(&self, len: usize) -> Result<(), PluginFailure> {

@@ -19,7 +19,8 @@ pub use init::{
 };
 pub use published_resource::*;
 pub use wasmplugin::{
-    FailurePolicy, WasmPlugin, WasmPluginInfo, WasmPluginLimits, WasmPluginSpec, WasmPluginStatus,
+    FailurePolicy, WasmPlugin, WasmPluginCanary, WasmPluginCanaryStatus, WasmPluginInfo,
+    WasmPluginLimits, WasmPluginRollout, WasmPluginSpec, WasmPluginStable, WasmPluginStatus,
 };
 
 /// CRD manifests this agent installs on the service cluster, as YAML.

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,8 @@ pub const WASMPLUGIN_GROUP: &str = "syncweave.dev";
 /// Condition types, in the order they are reached.
 pub const CONDITION_FETCHED: &str = "Fetched";
 pub const CONDITION_COMPILED: &str = "Compiled";
+/// The worked examples of `describe()` passed (the self-test gate).
+pub const CONDITION_SELF_TESTED: &str = "SelfTested";
 pub const CONDITION_READY: &str = "Ready";
 
 /// Longest per-call timeout accepted: anything longer would stall a sync
@@ -69,6 +71,83 @@ pub struct WasmPluginSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserve_unknown")]
     pub config: Option<serde_json::Value>,
+
+    /// Staged rollout of a new digest. Without it, a new digest of source
+    /// that passes its checks (self-test included) serves every object at
+    /// once. With rollout.canary, it serves only the objects the canary
+    /// selects, and the previous digest (status.stable) keeps serving the
+    /// others; remove rollout (or set canary.fraction to 1) to promote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<WasmPluginRollout>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmPluginRollout {
+    /// Which objects get a new digest first. Applies to mutator and namer
+    /// plugins (they run per object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<WasmPluginCanary>,
+}
+
+/// Exactly one of fraction and selector.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.fraction) != has(self.selector)",
+    "message": CANARY_ONE_OF,
+}]))]
+pub struct WasmPluginCanary {
+    /// Share of objects, more than 0 and at most 1 (e.g. 0.1): an object is
+    /// in the canary when a stable hash of its workspace (logical cluster),
+    /// namespace and name falls below it, so it stays on one side, and
+    /// raising the fraction only adds objects. 1 promotes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 1.0), extend("exclusiveMinimum" = true))]
+    pub fraction: Option<f64>,
+    /// Objects whose labels (on the kcp object) match get the new digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+const CANARY_ONE_OF: &str = "spec.rollout.canary: set exactly one of fraction (a share of objects, \
+     e.g. 0.1) or selector (a label selector on the kcp objects)";
+
+impl WasmPluginCanary {
+    /// Why this canary cannot be used, naming the field (`field` is the path
+    /// of this object, `spec.rollout.canary`). The CRD refuses these too;
+    /// this catches objects stored under an older CRD.
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        match (self.fraction, &self.selector) {
+            (None, None) => Err(format!(
+                "{field}: sets neither fraction nor selector; set fraction (a share of objects, \
+                 e.g. 0.1) or selector (a label selector on the kcp objects), or remove \
+                 spec.rollout"
+            )),
+            (Some(_), Some(_)) => Err(format!(
+                "{field}: sets both fraction and selector; keep one of them"
+            )),
+            (Some(f), None) if !(f > 0.0 && f <= 1.0) => Err(format!(
+                "{field}.fraction: {f} is outside (0, 1]; use e.g. 0.1 for a tenth of the \
+                 objects, or 1 (or no spec.rollout) to give the new digest to all of them"
+            )),
+            (Some(_), None) => Ok(()),
+            (None, Some(sel)) => {
+                let empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+                    && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty());
+                if empty {
+                    return Err(format!(
+                        "{field}.selector: is empty, which would select every object; give \
+                         matchLabels or matchExpressions, or remove spec.rollout to promote \
+                         the new digest"
+                    ));
+                }
+                crate::selector::from_label_selector(sel)
+                    .map(|_| ())
+                    .map_err(|e| format!("{field}.selector: {e}"))
+            }
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -99,10 +178,11 @@ pub struct WasmPluginStatus {
     /// The spec generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Fetched, Compiled and Ready.
+    /// Fetched, Compiled, SelfTested and Ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
-    /// `sha256:<hex>` of the component in use.
+    /// `sha256:<hex>` of the component spec.source holds, as last fetched:
+    /// in use unless it failed a check (stable and canary say what serves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
     /// mutator, namer, projector or renderer.
@@ -111,6 +191,44 @@ pub struct WasmPluginStatus {
     /// What the plugin says about itself (describe()).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<WasmPluginInfo>,
+    /// The digest serving every object outside a canary: the last one that
+    /// passed all its checks. It keeps serving while a newer spec.source
+    /// fails them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<WasmPluginStable>,
+    /// While spec.rollout.canary is set and a new digest passed its checks:
+    /// that digest, and the objects it serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<WasmPluginCanaryStatus>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmPluginStable {
+    /// `sha256:<hex>` of the component.
+    pub digest: String,
+    /// The source it came from (spec.source when it became active): the
+    /// agent fetches it again, pinned to digest, after a restart.
+    pub source: String,
+    /// Calls of this digest that failed since it became active (counted by
+    /// the serving agent since it started).
+    pub errors: i64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WasmPluginCanaryStatus {
+    /// `sha256:<hex>` of the component.
+    pub digest: String,
+    /// Calls of this digest that failed since it became the canary.
+    pub errors: i64,
+    /// The share of objects it serves (spec.rollout.canary.fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<f64>,
+    /// The kcp objects it serves (spec.rollout.canary.selector), as a
+    /// selector string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -144,15 +262,23 @@ impl WasmPluginSpec {
     /// once the component is compiled, so the CRD cannot refuse these: the
     /// controller reports them instead of making the plugin Ready.
     pub fn unsupported_for_world(&self, world: World) -> Vec<String> {
+        let mut out = Vec::new();
         if self.failure_policy == FailurePolicy::Ignore && world != World::Mutator {
-            vec![format!(
+            out.push(format!(
                 "spec.failurePolicy: Ignore applies only to mutator plugins, and this is a {world} \
                  plugin, whose failures always stop the sync (it fails closed); remove \
                  failurePolicy or set it to Fail"
-            )]
-        } else {
-            vec![]
+            ));
         }
+        let canary = self.rollout.as_ref().and_then(|r| r.canary.as_ref());
+        if canary.is_some() && !matches!(world, World::Mutator | World::Namer) {
+            out.push(format!(
+                "spec.rollout.canary applies only to mutator and namer plugins, which run per \
+                 object; this is a {world} plugin, which does not run per synced object, so \
+                 every use would get the new digest anyway; remove spec.rollout"
+            ));
+        }
+        out
     }
 }
 
@@ -487,6 +613,25 @@ spec:
             serde_json::json!(["Fail", "Ignore"])
         );
         assert_eq!(spec["properties"]["failurePolicy"]["default"], "Fail");
+        // The API server refuses a canary the agent could not use.
+        let canary = &spec["properties"]["rollout"]["properties"]["canary"];
+        let fraction = &canary["properties"]["fraction"];
+        assert_eq!(
+            (
+                &fraction["minimum"],
+                &fraction["exclusiveMinimum"],
+                &fraction["maximum"]
+            ),
+            (
+                &serde_json::json!(0.0),
+                &serde_json::json!(true),
+                &serde_json::json!(1.0)
+            )
+        );
+        assert_eq!(
+            canary["x-kubernetes-validations"][0]["rule"],
+            "has(self.fraction) != has(self.selector)"
+        );
     }
 
     #[test]

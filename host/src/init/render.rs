@@ -30,6 +30,13 @@ pub enum RendererError {
         #[source]
         source: PluginFailure,
     },
+    /// The plugin's worked examples fail (the self-test gate,
+    /// docs/rollout.md): its digest is not used.
+    #[error("{field}: {message}")]
+    SelfTest {
+        field: &'static str,
+        message: String,
+    },
 }
 
 impl From<RefError> for RendererError {
@@ -224,6 +231,18 @@ impl Renderers {
             .run(&renderer.plugin, move |p| p.validate_config(&config))
             .await
             .map_err(|source| RendererError::Plugin { field, source })?;
+        let test = crate::plugin_controller::selftest::run(&renderer.pool, &renderer.plugin)
+            .await
+            .map_err(|source| RendererError::Plugin { field, source })?;
+        if let Some(summary) = test.failure_summary() {
+            return Err(RendererError::SelfTest {
+                field,
+                message: format!(
+                    "{} failed its self-test: {summary}; the renderer is not used",
+                    renderer.plugin.digest()
+                ),
+            });
+        }
         if cacheable && let Some(key) = key {
             self.cache().insert(key, renderer.clone());
         }

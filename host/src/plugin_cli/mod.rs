@@ -414,36 +414,32 @@ fn test(plugin: &Plugin, args: &TestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The worked examples of `describe()`, run and compared the same way the
+/// agent's self-test gate does before it uses a digest
+/// (`crate::plugin_controller::selftest`).
 fn test_examples(plugin: &Plugin) -> anyhow::Result<()> {
     use syncweave_runtime::ExampleVerdict;
     let outcomes = plugin.run_examples()?;
     if outcomes.is_empty() {
-        println!("{}: no worked examples in describe()", plugin.name());
+        println!(
+            "{}: no worked examples in describe() (the agent's self-test has nothing to run)",
+            plugin.name()
+        );
         return Ok(());
     }
-    let mut failed = 0;
     for o in &outcomes {
         match &o.verdict {
             ExampleVerdict::Passed => println!("ok      {}", o.name),
-            ExampleVerdict::Skipped => {
-                println!("skipped {} (not runnable for a {})", o.name, plugin.world())
-            }
-            ExampleVerdict::Failed(why) => {
-                failed += 1;
-                println!("FAILED  {}: {why}", o.name);
-            }
+            ExampleVerdict::Failed(why) => println!("FAILED  {}: {why}", o.name),
         }
     }
-    let passed = outcomes
-        .iter()
-        .filter(|o| o.verdict == ExampleVerdict::Passed)
-        .count();
-    println!("{passed} passed, {failed} failed");
-    if failed > 0 {
+    let report = crate::plugin_controller::selftest::SelfTest::from_outcomes(outcomes);
+    println!("{} passed, {} failed", report.passed, report.failed.len());
+    if let Some(summary) = report.failure_summary() {
         anyhow::bail!(
-            "{failed} of {} worked examples of {} failed",
-            outcomes.len(),
-            plugin.name()
+            "{} ({}): {summary}; the agent refuses a digest whose examples fail",
+            plugin.name(),
+            plugin.digest()
         );
     }
     Ok(())

@@ -1,7 +1,10 @@
 //! The WasmPlugin controller: for each WasmPlugin on the service cluster,
-//! fetch → compile (or reuse) → describe → validate the default config,
-//! then record the result in status conditions, in Events and in the
-//! [`WasmPluginRegistry`] the sync path reads.
+//! fetch → compile (or reuse) → describe → validate the default config →
+//! run its worked examples (the self-test gate), then decide which digests
+//! serve ([`decide`]: a failing new digest leaves the previous one serving;
+//! a canary splits objects between the new and the stable digest) and
+//! record it in status, in Events and in the [`WasmPluginRegistry`] the
+//! sync path reads.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,16 +18,21 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
-use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Runtime};
+use syncweave_runtime::{FailureKind, Limits, Plugin, PluginErrorKind, PluginFailure, Runtime};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::configmaps::{ConfigMapKey, ConfigMapWatches};
-use super::registry::{ReadyPlugin, WasmPluginRegistry};
-use crate::apis::wasmplugin::{CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY};
+use super::registry::{Canary, ReadyPlugin, Serving, WasmPluginRegistry};
+use super::rollout::CanaryRule;
+use super::selftest::SelfTest;
+use crate::apis::wasmplugin::{
+    CONDITION_COMPILED, CONDITION_FETCHED, CONDITION_READY, CONDITION_SELF_TESTED,
+    WasmPluginCanaryStatus, WasmPluginStable,
+};
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
-use crate::plugin_fetch::{FetchContext, PluginRef};
+use crate::plugin_fetch::{FetchContext, Fetched, PluginRef};
 use crate::runner::Outcome as RunOutcome;
 use crate::runner::feed::Feed;
 use crate::runner::queue::WorkQueue;
@@ -34,6 +42,9 @@ use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 /// and ConfigMap sources can change under the same spec.
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(60);
 pub const DEFAULT_WORKERS: usize = 2;
+/// How often the error counts of active digests are written to status
+/// (only those that changed).
+pub const DEFAULT_STATS_INTERVAL: Duration = Duration::from_secs(10);
 /// Field manager of the controller's status writes.
 pub const COMPONENT: &str = "syncweave-wasmplugin-controller";
 
@@ -41,6 +52,8 @@ pub const COMPONENT: &str = "syncweave-wasmplugin-controller";
 pub struct ControllerConfig {
     pub resync: Duration,
     pub workers: usize,
+    /// See [`DEFAULT_STATS_INTERVAL`].
+    pub stats_interval: Duration,
 }
 
 impl Default for ControllerConfig {
@@ -48,6 +61,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             resync: DEFAULT_RESYNC,
             workers: DEFAULT_WORKERS,
+            stats_interval: DEFAULT_STATS_INTERVAL,
         }
     }
 }
@@ -55,21 +69,30 @@ impl Default for ControllerConfig {
 /// What checking one WasmPlugin found.
 #[derive(Debug, Clone)]
 pub struct Outcome {
-    /// Status without timestamps (see [`merge_status`]).
+    /// Status without timestamps (see [`merge_status`]), and without
+    /// `stable`/`canary`, which depend on what served before
+    /// ([`decide`]).
     pub status: WasmPluginStatus,
     pub ready: Option<ReadyPlugin>,
     pub failure: Option<Failure>,
+    /// `spec.rollout.canary`, checked; `None` without one or at fraction 1.
+    pub canary: Option<Arc<CanaryRule>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    /// The condition that went False: Fetched, Compiled or Ready.
+    /// The condition that went False: Fetched, Compiled, SelfTested or Ready.
     pub condition: &'static str,
     /// Condition and Event reason, e.g. FetchFailed.
     pub reason: String,
     pub message: String,
     /// Retry with backoff rather than waiting for the next resync.
     pub transient: bool,
+    /// Whether the digest that served before keeps serving. True for every
+    /// check of the plugin itself: a new digest that fails them is not
+    /// used, and nothing that worked stops. A failure that must revoke the
+    /// old code too (a trust decision) sets it to false.
+    pub keep_previous: bool,
 }
 
 /// Fetches, loads and checks WasmPlugins; the part of the controller that
@@ -104,74 +127,95 @@ fn condition(
     }
 }
 
-impl Checker {
-    pub async fn check(&self, wp: &WasmPlugin) -> Outcome {
-        let name = wp.name_any();
-        let generation = wp.metadata.generation;
-        let spec = &wp.spec;
-        let mut status = WasmPluginStatus {
-            observed_generation: generation,
-            ..Default::default()
-        };
-        let cond = |t, ok, reason: &str, msg: &str| condition(t, ok, reason, msg, generation);
-        let fail = |mut status: WasmPluginStatus,
-                    condition: &'static str,
-                    reason: &str,
-                    message: String,
-                    transient: bool| {
-            let mut conds = status.conditions.take().unwrap_or_default();
-            let waiting = format!("{condition} is False");
-            if condition == CONDITION_FETCHED {
-                conds.push(cond(CONDITION_FETCHED, Some(false), reason, &message));
-                conds.push(cond(CONDITION_COMPILED, None, "NotFetched", &waiting));
-            } else if condition == CONDITION_COMPILED {
-                conds.push(cond(CONDITION_COMPILED, Some(false), reason, &message));
-            }
-            conds.push(cond(CONDITION_READY, Some(false), reason, &message));
-            status.conditions = Some(conds);
-            Outcome {
-                status,
-                ready: None,
-                failure: Some(Failure {
-                    condition,
-                    reason: reason.into(),
-                    message,
-                    transient,
-                }),
-            }
-        };
+/// The conditions before Ready, in the order they are reached.
+const STEPS: [&str; 3] = [CONDITION_FETCHED, CONDITION_COMPILED, CONDITION_SELF_TESTED];
 
+/// A failed check: `condition` False (or, for a Ready-level failure,
+/// every step not reached Unknown), Ready False, with what went wrong.
+fn failed(
+    mut status: WasmPluginStatus,
+    condition_type: &'static str,
+    reason: &str,
+    message: String,
+    transient: bool,
+) -> Outcome {
+    let generation = status.observed_generation;
+    let mut conds = status.conditions.take().unwrap_or_default();
+    let mut unknown = None;
+    for step in STEPS.into_iter().skip(conds.len()) {
+        if step == condition_type {
+            conds.push(condition(step, Some(false), reason, &message, generation));
+            unknown = Some(format!("Not{}", step));
+            continue;
+        }
+        let (why, msg) = match &unknown {
+            // After a failed step: that step has to pass first.
+            Some(r) => (r.clone(), format!("{condition_type} is False")),
+            // A Ready-level failure before this step (the spec).
+            None => (reason.to_string(), format!("not attempted: {message}")),
+        };
+        conds.push(condition(step, None, &why, &msg, generation));
+    }
+    conds.push(condition(
+        CONDITION_READY,
+        Some(false),
+        reason,
+        &message,
+        generation,
+    ));
+    status.conditions = Some(conds);
+    Outcome {
+        status,
+        ready: None,
+        failure: Some(Failure {
+            condition: condition_type,
+            reason: reason.into(),
+            message,
+            transient,
+            keep_previous: true,
+        }),
+        canary: None,
+    }
+}
+
+impl Checker {
+    fn limits(&self, wp: &WasmPlugin) -> Result<Limits, String> {
         let rcfg = self.runtime.config();
-        let limits = match spec
+        match wp
+            .spec
             .limits
             .as_ref()
             .map(|l| l.to_limits(rcfg.default_limits, rcfg.max_memory_bytes, "spec.limits"))
         {
-            None => rcfg.default_limits,
-            Some(Ok(l)) => l,
-            Some(Err(e)) => {
-                let msg = format!("{e}; fix spec.limits");
-                status.conditions = Some(vec![
-                    cond(
-                        CONDITION_FETCHED,
-                        None,
-                        "InvalidLimits",
-                        "not attempted: spec.limits is invalid",
-                    ),
-                    cond(
-                        CONDITION_COMPILED,
-                        None,
-                        "InvalidLimits",
-                        "not attempted: spec.limits is invalid",
-                    ),
-                ]);
-                return fail(status, CONDITION_READY, "InvalidLimits", msg, false);
-            }
+            None => Ok(rcfg.default_limits),
+            Some(Ok(l)) => Ok(l),
+            Some(Err(e)) => Err(format!("{e}; fix spec.limits")),
+        }
+    }
+
+    pub async fn check(&self, wp: &WasmPlugin) -> Outcome {
+        let spec = &wp.spec;
+        let status = WasmPluginStatus {
+            observed_generation: wp.metadata.generation,
+            ..Default::default()
+        };
+        let limits = match self.limits(wp) {
+            Ok(l) => l,
+            Err(msg) => return failed(status, CONDITION_READY, "InvalidLimits", msg, false),
+        };
+        let canary = match spec.rollout.as_ref().and_then(|r| r.canary.as_ref()) {
+            None => None,
+            Some(c) => match CanaryRule::from_spec(c, "spec.rollout.canary") {
+                Ok(rule) => rule.map(Arc::new),
+                Err(msg) => {
+                    return failed(status, CONDITION_READY, "InvalidRollout", msg, false);
+                }
+            },
         };
         let r = match PluginRef::parse(&spec.source, spec.sha256.as_deref(), "spec") {
             Ok(r) => r,
             Err(e) => {
-                return fail(
+                return failed(
                     status,
                     CONDITION_FETCHED,
                     "InvalidSource",
@@ -183,7 +227,7 @@ impl Checker {
         let fetched = match self.fetch.fetch(&r).await {
             Ok(f) => f,
             Err(e) => {
-                return fail(
+                return failed(
                     status,
                     CONDITION_FETCHED,
                     e.kind.reason(),
@@ -192,25 +236,109 @@ impl Checker {
                 );
             }
         };
-        let mut conds = vec![cond(
-            CONDITION_FETCHED,
-            Some(true),
-            "Fetched",
-            &format!(
-                "{} bytes from {} source {}",
-                fetched.bytes.len(),
-                r.kind(),
-                r.source
-            ),
-        )];
+        let fetched_msg = format!(
+            "{} bytes from {} source {}",
+            fetched.bytes.len(),
+            r.kind(),
+            r.source
+        );
+        let mut o = self
+            .check_fetched(wp, limits, &fetched, &spec.source, &fetched_msg, status)
+            .await;
+        if o.ready.is_some() {
+            self.remember(&r, &fetched).await;
+        }
+        o.canary = canary;
+        o
+    }
+
+    /// A file or ConfigMap can change under the same reference: keep the
+    /// bytes of a digest that passed its checks in the content-addressed
+    /// cache, so that a restarted agent still finds it while a newer one
+    /// fails (remote sources are cached by the fetch itself; built-ins ship
+    /// with the agent).
+    async fn remember(&self, r: &PluginRef, fetched: &Fetched) {
+        use crate::plugin_fetch::Location;
+        let (Location::File { .. } | Location::ConfigMap { .. }, Some(cache)) =
+            (&r.location, self.fetch.cache().cloned())
+        else {
+            return;
+        };
+        let bytes = fetched.bytes.clone();
+        let _ = tokio::task::spawn_blocking(move || cache.put(&bytes)).await;
+    }
+
+    /// Load `stable` (from status, after an agent restart) again: from the
+    /// content-addressed cache, else from its source pinned to its digest,
+    /// then through every check, under the current spec (limits, config).
+    pub async fn restore(
+        &self,
+        wp: &WasmPlugin,
+        stable: &WasmPluginStable,
+    ) -> Result<ReadyPlugin, String> {
+        let limits = self.limits(wp)?;
+        let cached = match self.fetch.cache().cloned() {
+            Some(cache) => {
+                let (digest, max) = (stable.digest.clone(), self.fetch.options().max_bytes);
+                tokio::task::spawn_blocking(move || cache.get(&digest, max))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
+        let fetched = match cached {
+            Some(bytes) => Fetched {
+                bytes: bytes.into(),
+                digest: stable.digest.clone(),
+                cached: true,
+            },
+            None => {
+                let hex = stable.digest.strip_prefix("sha256:").ok_or_else(|| {
+                    format!(
+                        "status.stable.digest {:?} is not sha256:<hex>",
+                        stable.digest
+                    )
+                })?;
+                let r = PluginRef::parse(&stable.source, Some(hex), "status.stable")
+                    .map_err(|e| e.to_string())?;
+                self.fetch.fetch(&r).await.map_err(|e| e.to_string())?
+            }
+        };
+        let status = WasmPluginStatus {
+            observed_generation: wp.metadata.generation,
+            ..Default::default()
+        };
+        let o = self
+            .check_fetched(wp, limits, &fetched, &stable.source, "restored", status)
+            .await;
+        o.ready
+            .ok_or_else(|| o.failure.map(|f| f.message).unwrap_or_default())
+    }
+
+    /// Compile (or reuse), check the spec against the world, describe,
+    /// validate the default config and run the self-test.
+    async fn check_fetched(
+        &self,
+        wp: &WasmPlugin,
+        limits: Limits,
+        fetched: &Fetched,
+        source: &str,
+        fetched_msg: &str,
+        mut status: WasmPluginStatus,
+    ) -> Outcome {
+        let name = wp.name_any();
+        let generation = wp.metadata.generation;
+        let spec = &wp.spec;
+        let cond = |t, ok, reason: &str, msg: &str| condition(t, ok, reason, msg, generation);
+        let mut conds = vec![cond(CONDITION_FETCHED, Some(true), "Fetched", fetched_msg)];
         status.digest = Some(fetched.digest.clone());
         status.conditions = Some(conds.clone());
 
-        let loaded = fetched.load(&self.runtime, &name, Some(limits)).await;
-        let plugin = match loaded {
+        let plugin = match fetched.load(&self.runtime, &name, Some(limits)).await {
             Ok(p) => p,
             Err(f) => {
-                return fail(
+                return failed(
                     status,
                     CONDITION_COMPILED,
                     "CompileFailed",
@@ -228,6 +356,17 @@ impl Checker {
         status.world = Some(plugin.world().to_string());
         status.conditions = Some(conds.clone());
 
+        let unsupported = spec.unsupported_for_world(plugin.world());
+        if !unsupported.is_empty() {
+            return failed(
+                status,
+                CONDITION_READY,
+                "UnsupportedSpec",
+                unsupported.join("; "),
+                false,
+            );
+        }
+
         let default_config = spec.config.clone();
         let check = move |p: &Plugin| {
             let info = p.describe().map_err(|f| ("DescribeFailed", f))?;
@@ -235,7 +374,8 @@ impl Checker {
                 p.validate_config(&c.to_string())
                     .map_err(|f| ("InvalidConfig", f))?;
             }
-            Ok::<_, (&str, PluginFailure)>(info)
+            let examples = p.run_examples().map_err(|f| ("DescribeFailed", f))?;
+            Ok::<_, (&str, PluginFailure)>((info, examples))
         };
         // On the blocking pool; a failure of the call itself (a panic) is
         // a broken describe().
@@ -245,8 +385,8 @@ impl Checker {
             .run(&plugin, move |p| Ok(check(p)))
             .await
             .unwrap_or_else(|f| Err(("DescribeFailed", f)));
-        let info = match checked {
-            Ok(info) => info,
+        let (info, examples) = match checked {
+            Ok(x) => x,
             Err((reason, f)) => {
                 let message = match (reason, f.kind) {
                     ("InvalidConfig", FailureKind::PluginError(PluginErrorKind::InvalidConfig)) => {
@@ -262,7 +402,7 @@ impl Checker {
                         "describe() failed: {f}; the plugin is broken, rebuild it or report it to its author"
                     ),
                 };
-                return fail(
+                return failed(
                     status,
                     CONDITION_READY,
                     reason,
@@ -271,6 +411,34 @@ impl Checker {
                 );
             }
         };
+        status.info = Some(WasmPluginInfo {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            description: Some(info.description.clone()).filter(|d| !d.is_empty()),
+        });
+        let test = SelfTest::from_outcomes(examples);
+        if let Some(summary) = test.failure_summary() {
+            return failed(
+                status,
+                CONDITION_SELF_TESTED,
+                "SelfTestFailed",
+                format!(
+                    "{} failed its self-test: {summary}; reproduce with `syncweave plugin test \
+                     --examples {source}`",
+                    fetched.digest
+                ),
+                test.is_transient(),
+            );
+        }
+        conds.push(cond(
+            CONDITION_SELF_TESTED,
+            Some(true),
+            "Passed",
+            &match test.total() {
+                0 => "describe() ships no examples; nothing to run".to_string(),
+                n => format!("{n} of {n} examples passed"),
+            },
+        ));
         let version = if info.version.is_empty() {
             "(no version)".to_string()
         } else {
@@ -283,11 +451,6 @@ impl Checker {
             &format!("plugin {} {version} is ready", info.name),
         ));
         status.conditions = Some(conds);
-        status.info = Some(WasmPluginInfo {
-            name: info.name,
-            version: info.version,
-            description: Some(info.description).filter(|d| !d.is_empty()),
-        });
         Outcome {
             status,
             ready: Some(ReadyPlugin {
@@ -298,10 +461,160 @@ impl Checker {
                 limits,
                 failure_policy: spec.failure_policy,
                 default_config: spec.config.clone(),
+                source: source.to_string(),
+                stats: Default::default(),
             }),
             failure: None,
+            canary: None,
         }
     }
+}
+
+/// What serves a WasmPlugin after a check, given what served before.
+#[derive(Debug)]
+pub struct Decision {
+    /// `None`: nothing can serve (no previous digest, or the failure
+    /// revokes it); the plugin is not Ready.
+    pub serving: Option<Serving>,
+    /// Said on the Ready condition after the check's own message.
+    pub note: Option<String>,
+    /// The Ready condition's reason when it is True (`Ready`, `Canary`,
+    /// `Promoted`).
+    pub ready_reason: &'static str,
+}
+
+/// The rollout rules. `previous` is what served this WasmPlugin (same uid)
+/// before the check:
+/// - the checked digest failed: `previous` keeps serving (canary included),
+///   and says why spec.source is held back; without one, nothing serves;
+/// - it passed, a canary is set, and `previous` has another stable digest:
+///   the new digest serves the canary's objects, the stable one the rest;
+/// - it passed otherwise (no canary, fraction 1, nothing before, or the
+///   stable digest itself): it serves every object. A canary digest that
+///   becomes stable this way is promoted.
+pub fn decide(outcome: &Outcome, previous: Option<Serving>) -> Decision {
+    match (&outcome.ready, &outcome.failure, previous) {
+        (Some(new), _, Some(prev))
+            if outcome.canary.is_some() && prev.stable.digest() != new.digest() =>
+        {
+            let rule = outcome.canary.clone().expect("checked above");
+            let note = format!(
+                "canary: {} serves {}, and the stable {} the other objects; remove \
+                 spec.rollout (or set canary.fraction to 1) to promote it",
+                new.digest(),
+                rule.describe(),
+                prev.stable.digest()
+            );
+            Decision {
+                serving: Some(Serving {
+                    stable: prev.stable,
+                    canary: Some(Canary {
+                        plugin: new.clone(),
+                        rule,
+                    }),
+                    held_back: None,
+                }),
+                note: Some(note),
+                ready_reason: "Canary",
+            }
+        }
+        (Some(new), _, prev) => {
+            let promoted = prev
+                .as_ref()
+                .and_then(|p| p.canary.as_ref())
+                .is_some_and(|c| c.plugin.digest() == new.digest());
+            let note = if promoted {
+                Some(format!(
+                    "{} is promoted: it serves every object",
+                    new.digest()
+                ))
+            } else if outcome.canary.is_some() {
+                Some(format!(
+                    "spec.rollout.canary: there is no other digest to keep for the objects \
+                     outside the canary, so {} serves every object",
+                    new.digest()
+                ))
+            } else {
+                None
+            };
+            Decision {
+                serving: Some(Serving::new(new.clone())),
+                note,
+                ready_reason: if promoted { "Promoted" } else { "Ready" },
+            }
+        }
+        (None, Some(f), Some(prev)) if f.keep_previous => {
+            let mut serving = prev;
+            let mut note = format!(
+                "{} keeps serving (the last digest that passed its checks)",
+                serving.stable.digest()
+            );
+            if let Some(c) = &serving.canary {
+                note.push_str(&format!(
+                    ", and the canary {} still serves {}",
+                    c.plugin.digest(),
+                    c.rule.describe()
+                ));
+            }
+            serving.held_back = Some(format!("spec.source is not used: {}; {note}", f.message));
+            Decision {
+                serving: Some(serving),
+                note: Some(note),
+                ready_reason: "Ready",
+            }
+        }
+        _ => Decision {
+            serving: None,
+            note: None,
+            ready_reason: "Ready",
+        },
+    }
+}
+
+impl Outcome {
+    /// The status to write once `d` is in the registry (`stored`, with its
+    /// counts): the check's conditions with `d`'s note on Ready, and the
+    /// digests that serve.
+    pub fn status_with(&self, d: &Decision, stored: Option<&Serving>) -> WasmPluginStatus {
+        let mut status = self.status.clone();
+        if let Some(ready) = status
+            .conditions
+            .iter_mut()
+            .flatten()
+            .find(|c| c.type_ == CONDITION_READY)
+        {
+            if ready.status == "True" {
+                ready.reason = d.ready_reason.into();
+            }
+            if let Some(note) = &d.note {
+                ready.message = format!("{}; {note}", ready.message);
+            }
+        }
+        serving_status(&mut status, stored);
+        status
+    }
+}
+
+/// `status.stable` and `status.canary` from what serves, with its counts.
+fn serving_status(status: &mut WasmPluginStatus, serving: Option<&Serving>) {
+    let count = |p: &ReadyPlugin| i64::try_from(p.stats.errors()).unwrap_or(i64::MAX);
+    status.stable = serving.map(|s| WasmPluginStable {
+        digest: s.stable.digest().to_string(),
+        source: s.stable.source.clone(),
+        errors: count(&s.stable),
+    });
+    status.canary = serving.and_then(|s| s.canary.as_ref()).map(|c| {
+        let (fraction, selector) = match &*c.rule {
+            CanaryRule::Fraction { fraction, .. } => (Some(*fraction), None),
+            CanaryRule::Selector { text, .. } => (None, Some(text.clone())),
+        };
+        WasmPluginCanaryStatus {
+            digest: c.plugin.digest().to_string(),
+            errors: count(&c.plugin),
+            fraction,
+            selector,
+        }
+    });
 }
 
 /// `new` with each condition's lastTransitionTime taken from `old` when
@@ -481,6 +794,19 @@ pub async fn run_with(
         queue.clone(),
         cancel.clone(),
     );
+    let counts = tasks.spawn({
+        let (ctl, cancel) = (ctl.clone(), cancel.clone());
+        let mut every = tokio::time::interval(cfg.stats_interval.max(Duration::from_millis(100)));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = every.tick() => ctl.refresh_counts().await,
+                }
+            }
+        }
+    });
 
     // A plugin is checked when its spec changes, not on the controller's
     // own status writes.
@@ -531,6 +857,7 @@ pub async fn run_with(
         _ = watch => {}
     }
     queue.shut_down();
+    counts.abort();
     while tasks.join_next().await.is_some() {}
     info!("WasmPlugin controller stopped");
 }
@@ -640,78 +967,183 @@ impl Ctl {
         }
     }
 
-    /// Check one WasmPlugin; returns whether to retry with backoff.
+    /// Check one WasmPlugin and apply the rollout rules ([`decide`]);
+    /// returns whether to retry with backoff.
     async fn check(&self, wp: &WasmPlugin) -> bool {
         let name = wp.name_any();
         let name = name.as_str();
+        let uid = wp.uid().unwrap_or_default();
         let outcome = self.checker.check(wp).await;
         let old = wp.status.as_ref();
-        let now = Time(Timestamp::now());
-        let status = merge_status(old, outcome.status, &now);
 
-        match (&outcome.ready, &outcome.failure) {
-            (Some(p), _) => self.registry.set_ready(p.clone()),
-            (None, Some(f)) => self.registry.set_failed(
-                name,
-                format!("{}=False ({}): {}", f.condition, f.reason, f.message),
-            ),
-            (None, None) => unreachable!("an outcome is either ready or failed"),
-        }
-
-        let mut retry = outcome.failure.as_ref().is_some_and(|f| f.transient);
-        if old != Some(&status) {
-            let patch = json!({
-                "apiVersion": WasmPlugin::api_version(&()),
-                "kind": WasmPlugin::kind(&()),
-                "status": status,
-            });
-            if let Err(e) = self
-                .api
-                .patch_status(
-                    name,
-                    &PatchParams::apply(COMPONENT).force(),
-                    &Patch::Apply(&patch),
-                )
-                .await
-            {
-                warn!(wasmplugin = name, error = %e, "cannot write WasmPlugin status; retrying");
-                retry = true;
+        // What served before: in memory, else (after a restart) the stable
+        // digest status recorded, when this check needs one.
+        let mut previous = self
+            .registry
+            .serving(name)
+            .ok()
+            .filter(|s| s.stable.uid == uid);
+        let desired = outcome.ready.as_ref().map(|r| r.digest().to_string());
+        let needs_previous = match (&outcome.ready, &outcome.failure) {
+            (Some(_), _) => outcome.canary.is_some(),
+            (None, Some(f)) => f.keep_previous,
+            (None, None) => false,
+        };
+        let mut restore_error = None;
+        if previous.is_none()
+            && needs_previous
+            && let Some(stable) = old.and_then(|s| s.stable.as_ref())
+            && desired.as_deref() != Some(stable.digest.as_str())
+        {
+            match self.checker.restore(wp, stable).await {
+                Ok(p) => {
+                    info!(wasmplugin = name, digest = %stable.digest, "loaded the stable digest recorded in status again");
+                    previous = Some(Serving::new(p));
+                }
+                Err(e) => {
+                    warn!(wasmplugin = name, digest = %stable.digest, error = %e, "cannot load the stable digest recorded in status again");
+                    restore_error = Some(format!(
+                        "the previous digest {} could not be loaded again: {e}",
+                        stable.digest
+                    ));
+                }
             }
         }
+        let mut decision = decide(&outcome, previous.clone());
+        if let Some(e) = restore_error {
+            decision.note = Some(match decision.note.take() {
+                Some(n) => format!("{n} ({e})"),
+                None => e,
+            });
+        }
 
-        let old_ready = ready_condition(old);
-        match &outcome.failure {
-            Some(f) => {
-                let already = old_ready.is_some_and(|c| {
-                    c.status == "False" && c.reason == f.reason && c.message == f.message
-                });
-                if already {
+        let stored = match &decision.serving {
+            Some(s) => Some(self.registry.set_serving(s.clone())),
+            None => {
+                let f = outcome
+                    .failure
+                    .as_ref()
+                    .expect("nothing serves only after a failure");
+                let mut reason = format!("{}=False ({}): {}", f.condition, f.reason, f.message);
+                if let Some(n) = &decision.note {
+                    reason.push_str(&format!("; {n}"));
+                }
+                self.registry.set_failed(name, reason);
+                None
+            }
+        };
+        let now = Time(Timestamp::now());
+        let status = merge_status(old, outcome.status_with(&decision, stored.as_ref()), &now);
+
+        let mut retry = outcome.failure.as_ref().is_some_and(|f| f.transient);
+        if old != Some(&status) && !self.write_status(wp, &status, None).await {
+            retry = true;
+        }
+
+        let (old_ready, new_ready) = (ready_condition(old), ready_condition(Some(&status)));
+        let unchanged = match (old_ready, new_ready) {
+            (Some(o), Some(n)) => {
+                o.status == n.status && o.reason == n.reason && o.message == n.message
+            }
+            _ => false,
+        };
+        match (&outcome.failure, new_ready) {
+            (Some(f), Some(c)) => {
+                if unchanged {
                     // Reported when it started; resyncs only confirm it.
                     debug!(wasmplugin = name, reason = %f.reason, "WasmPlugin is still not ready");
                 } else {
-                    warn!(wasmplugin = name, reason = %f.reason, message = %f.message, "WasmPlugin is not ready");
-                    self.event(wp, EventType::Warning, &f.reason, &f.message)
+                    warn!(wasmplugin = name, reason = %f.reason, message = %c.message, "WasmPlugin is not ready");
+                    self.event(wp, EventType::Warning, &f.reason, &c.message)
                         .await;
                 }
             }
-            None => {
-                let was_ready = old_ready.is_some_and(|c| c.status == "True")
-                    && old.and_then(|s| s.digest.as_ref()) == status.digest.as_ref();
-                if !was_ready {
-                    let msg = format!(
-                        "{}; world {}, digest {}",
-                        ready_condition(Some(&status))
-                            .map(|c| c.message.as_str())
-                            .unwrap_or("ready"),
-                        status.world.as_deref().unwrap_or("?"),
-                        status.digest.as_deref().unwrap_or("?"),
-                    );
-                    info!(wasmplugin = name, digest = ?status.digest, world = ?status.world, "WasmPlugin is ready");
-                    self.event(wp, EventType::Normal, "Ready", &msg).await;
-                }
+            (None, Some(c)) if !unchanged => {
+                let msg = format!(
+                    "{}; world {}, digest {}",
+                    c.message,
+                    status.world.as_deref().unwrap_or("?"),
+                    status.digest.as_deref().unwrap_or("?"),
+                );
+                info!(wasmplugin = name, digest = ?status.digest, world = ?status.world, canary = ?status.canary.as_ref().map(|c| &c.digest), "WasmPlugin is ready");
+                self.event(wp, EventType::Normal, &c.reason, &msg).await;
             }
+            _ => {}
         }
         retry
+    }
+
+    /// Write `status` (server-side apply, as the only manager of status).
+    /// With `resource_version`, only over that version (a conflict means
+    /// the object changed: nothing is written). Returns whether it worked.
+    async fn write_status(
+        &self,
+        wp: &WasmPlugin,
+        status: &WasmPluginStatus,
+        resource_version: Option<&str>,
+    ) -> bool {
+        let name = wp.name_any();
+        let mut patch = json!({
+            "apiVersion": WasmPlugin::api_version(&()),
+            "kind": WasmPlugin::kind(&()),
+            "status": status,
+        });
+        if let Some(rv) = resource_version {
+            patch["metadata"] = json!({"resourceVersion": rv});
+        }
+        match self
+            .api
+            .patch_status(
+                &name,
+                &PatchParams::apply(COMPONENT).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+        {
+            Ok(_) => true,
+            Err(kube::Error::Api(e)) if e.code == 409 && resource_version.is_some() => {
+                debug!(wasmplugin = %name, "WasmPlugin changed meanwhile; its counts are written next time");
+                false
+            }
+            Err(e) => {
+                warn!(wasmplugin = %name, error = %e, "cannot write WasmPlugin status; retrying");
+                false
+            }
+        }
+    }
+
+    /// Bring the error counts in status up to date: every WasmPlugin whose
+    /// counts changed since they were written gets one status write (the
+    /// rest of its status as it is). Run every stats interval, so a plugin
+    /// that keeps failing costs one write per interval, and an idle one none.
+    async fn refresh_counts(&self) {
+        for (name, serving) in self.registry.all_serving() {
+            let Some(wp) = self.store.get(&ObjectRef::new(&name)) else {
+                continue;
+            };
+            let Some(old) = wp.status.as_ref() else {
+                continue;
+            };
+            // Only counts of the digests the status already shows: anything
+            // else is a check in flight, which writes its own.
+            let same_digests = old.stable.as_ref().map(|s| s.digest.as_str())
+                == Some(serving.stable.digest())
+                && old.canary.as_ref().map(|c| c.digest.as_str())
+                    == serving.canary.as_ref().map(|c| c.plugin.digest());
+            if !same_digests || wp.uid().as_deref() != Some(serving.stable.uid.as_str()) {
+                continue;
+            }
+            let mut status = old.clone();
+            serving_status(&mut status, Some(&serving));
+            if status.stable.as_ref().map(|s| &s.source) != old.stable.as_ref().map(|s| &s.source) {
+                continue;
+            }
+            if &status != old {
+                debug!(wasmplugin = %name, "writing WasmPlugin error counts");
+                self.write_status(&wp, &status, wp.metadata.resource_version.as_deref())
+                    .await;
+            }
+        }
     }
 }
 
@@ -832,6 +1264,7 @@ mod tests {
             [
                 t("Fetched", "True", "Fetched"),
                 t("Compiled", "True", "Compiled"),
+                t("SelfTested", "True", "Passed"),
                 t("Ready", "True", "Ready")
             ]
         );
@@ -926,6 +1359,7 @@ mod tests {
             [
                 t("Fetched", "False", "FetchFailed"),
                 t("Compiled", "Unknown", "NotFetched"),
+                t("SelfTested", "Unknown", "NotFetched"),
                 t("Ready", "False", "FetchFailed")
             ]
         );
@@ -959,6 +1393,7 @@ mod tests {
             [
                 t("Fetched", "True", "Fetched"),
                 t("Compiled", "False", "CompileFailed"),
+                t("SelfTested", "Unknown", "NotCompiled"),
                 t("Ready", "False", "CompileFailed")
             ]
         );
@@ -973,6 +1408,7 @@ mod tests {
             [
                 t("Fetched", "True", "Fetched"),
                 t("Compiled", "True", "Compiled"),
+                t("SelfTested", "Unknown", "InvalidConfig"),
                 t("Ready", "False", "InvalidConfig")
             ]
         );
@@ -997,6 +1433,292 @@ mod tests {
                 .message
                 .starts_with("spec.limits.timeout:")
         );
+    }
+
+    fn checker() -> Checker {
+        let rt = runtime();
+        Checker {
+            runtime: rt.clone(),
+            fetch: fetch_context(&rt),
+        }
+    }
+
+    fn canary_spec(fraction: f64) -> Option<crate::apis::WasmPluginRollout> {
+        Some(crate::apis::WasmPluginRollout {
+            canary: Some(crate::apis::WasmPluginCanary {
+                fraction: Some(fraction),
+                selector: None,
+            }),
+        })
+    }
+
+    /// The self-test gate: a digest whose worked example gives another
+    /// answer than it promises is refused, and the conditions say which
+    /// example failed and how (expected vs got).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_digest_whose_example_fails_is_refused() {
+        let o = checker()
+            .check(&wp("namer", file_spec(&test_plugin("test-namer"))))
+            .await;
+        assert_eq!(
+            conds(&o),
+            [
+                t("Fetched", "True", "Fetched"),
+                t("Compiled", "True", "Compiled"),
+                t("SelfTested", "False", "SelfTestFailed"),
+                t("Ready", "False", "SelfTestFailed")
+            ]
+        );
+        assert!(o.ready.is_none());
+        let f = o.failure.clone().unwrap();
+        assert_eq!(f.condition, CONDITION_SELF_TESTED);
+        assert!(f.keep_previous && !f.transient, "{f:?}");
+        let digest = o.status.digest.clone().unwrap();
+        assert!(
+            f.message.starts_with(&format!(
+                "{digest} failed its self-test: example \"deliberately-wrong\" failed: output \
+                 differs at /name: expected \"a\", got \"fixture-cluster-a\"; reproduce with \
+                 `syncweave plugin test --examples file://"
+            )),
+            "{}",
+            f.message
+        );
+        // describe() ran: status still says what the digest is.
+        assert_eq!(o.status.info.as_ref().unwrap().name, "test-namer");
+
+        // Nothing served before: nothing serves now.
+        let d = decide(&o, None);
+        assert!(d.serving.is_none());
+    }
+
+    /// Spec fields the world cannot honour are refused, not ignored.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn fields_the_world_cannot_honour_are_refused() {
+        let mut spec = WasmPluginSpec {
+            source: "projection".into(),
+            rollout: canary_spec(0.5),
+            ..Default::default()
+        };
+        let o = checker().check(&wp("proj", spec.clone())).await;
+        let f = o.failure.unwrap();
+        assert_eq!(f.reason, "UnsupportedSpec");
+        assert!(
+            f.message
+                .starts_with("spec.rollout.canary applies only to mutator and namer plugins"),
+            "{}",
+            f.message
+        );
+        spec.rollout = None;
+        spec.source = "naming".into();
+        spec.failure_policy = FailurePolicy::Ignore;
+        let o = checker().check(&wp("namer", spec)).await;
+        let f = o.failure.unwrap();
+        assert_eq!(f.reason, "UnsupportedSpec");
+        assert!(
+            f.message.starts_with("spec.failurePolicy: Ignore"),
+            "{}",
+            f.message
+        );
+
+        // A canary the CRD would refuse (stored under an older CRD).
+        let o = checker()
+            .check(&wp(
+                "bad-canary",
+                WasmPluginSpec {
+                    source: "naming".into(),
+                    rollout: canary_spec(0.0),
+                    ..Default::default()
+                },
+            ))
+            .await;
+        let f = o.failure.unwrap();
+        assert_eq!(f.reason, "InvalidRollout");
+        assert!(
+            f.message
+                .starts_with("spec.rollout.canary.fraction: 0 is outside (0, 1]"),
+            "{}",
+            f.message
+        );
+    }
+
+    /// Two digests that pass their checks (the test mutator and the
+    /// built-in namer; the rules do not look at worlds).
+    async fn two_ready(canary: Option<f64>) -> (Outcome, Outcome) {
+        let c = checker();
+        let mut a = file_spec(&test_plugin("test-echo"));
+        a.rollout = canary.and_then(canary_spec);
+        let mut b = WasmPluginSpec {
+            source: "naming".into(),
+            ..Default::default()
+        };
+        b.rollout = canary.and_then(canary_spec);
+        let a = c.check(&wp("p", a)).await;
+        let b = c.check(&wp("p", b)).await;
+        assert!(
+            a.ready.is_some() && b.ready.is_some(),
+            "{:?} {:?}",
+            a.failure,
+            b.failure
+        );
+        (a, b)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn rollout_rules() {
+        let (old, new) = two_ready(None).await;
+        let old_digest = old.ready.as_ref().unwrap().digest().to_string();
+        let new_digest = new.ready.as_ref().unwrap().digest().to_string();
+        let first = decide(&old, None);
+        let stable = first.serving.clone().unwrap();
+        assert!(stable.canary.is_none() && stable.held_back.is_none());
+        assert_eq!(first.ready_reason, "Ready");
+
+        // No canary: the new digest serves everything at once.
+        let d = decide(&new, Some(stable.clone()));
+        assert_eq!(d.serving.unwrap().stable.digest(), new_digest);
+
+        // A failing new spec: the previous digest keeps serving, and says why.
+        let bad = checker()
+            .check(&wp("p", file_spec(&test_plugin("test-namer"))))
+            .await;
+        let d = decide(&bad, Some(stable.clone()));
+        let s = d.serving.unwrap();
+        assert_eq!(s.stable.digest(), old_digest);
+        let held = s.held_back.unwrap();
+        assert!(
+            held.starts_with("spec.source is not used: sha256:"),
+            "{held}"
+        );
+        assert!(
+            held.contains("example \"deliberately-wrong\" failed"),
+            "{held}"
+        );
+        assert!(
+            held.ends_with(&format!(
+                "{old_digest} keeps serving (the last digest that passed its checks)"
+            )),
+            "{held}"
+        );
+        let status = bad.status_with(&decide(&bad, Some(stable.clone())), None);
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "SelfTestFailed")
+        );
+        assert!(
+            ready
+                .message
+                .ends_with("keeps serving (the last digest that passed its checks)"),
+            "{}",
+            ready.message
+        );
+        // A failure that revokes the old code too leaves nothing serving.
+        let mut revoking = bad.clone();
+        revoking.failure.as_mut().unwrap().keep_previous = false;
+        assert!(decide(&revoking, Some(stable.clone())).serving.is_none());
+
+        // A canary: the new digest serves the canary's share, the previous
+        // one the rest; status shows both.
+        let (_, new_canary) = two_ready(Some(0.25)).await;
+        let d = decide(&new_canary, Some(stable.clone()));
+        assert_eq!(d.ready_reason, "Canary");
+        let s = d.serving.clone().unwrap();
+        assert_eq!(s.stable.digest(), old_digest);
+        let c = s.canary.clone().unwrap();
+        assert_eq!(c.plugin.digest(), new_digest);
+        s.stable.stats.failed();
+        let status = new_canary.status_with(&d, Some(&s));
+        assert_eq!(
+            status.stable,
+            Some(WasmPluginStable {
+                digest: old_digest.clone(),
+                source: stable.stable.source.clone(),
+                errors: 1
+            })
+        );
+        assert_eq!(
+            status.canary,
+            Some(WasmPluginCanaryStatus {
+                digest: new_digest.clone(),
+                errors: 0,
+                fraction: Some(0.25),
+                selector: None
+            })
+        );
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("True", "Canary")
+        );
+        assert!(
+            ready.message.contains("serves 25% of objects"),
+            "{}",
+            ready.message
+        );
+
+        // A canary with nothing before it serves everything.
+        let d = decide(&new_canary, None);
+        assert!(d.serving.unwrap().canary.is_none());
+        assert!(d.note.unwrap().contains("no other digest to keep"));
+
+        // Promotion: the canary digest without a canary becomes stable.
+        let d = decide(&new, Some(s.clone()));
+        assert_eq!(d.ready_reason, "Promoted");
+        let promoted = d.serving.unwrap();
+        assert_eq!(promoted.stable.digest(), new_digest);
+        assert!(promoted.canary.is_none());
+
+        // Back to the stable digest (with the canary still set): the canary ends.
+        let (old_canary, _) = two_ready(Some(0.25)).await;
+        let d = decide(&old_canary, Some(s.clone()));
+        let back = d.serving.unwrap();
+        assert_eq!(back.stable.digest(), old_digest);
+        assert!(back.canary.is_none());
+
+        // During a canary, a failing newer spec keeps both serving.
+        let d = decide(&bad, Some(s.clone()));
+        let kept = d.serving.unwrap();
+        assert_eq!(kept.canary.unwrap().plugin.digest(), new_digest);
+        assert!(kept.held_back.unwrap().contains("and the canary"));
+    }
+
+    /// A file's digest that passed its checks is kept in the source cache,
+    /// so a restarted agent loads it again after the file changed.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_stable_digest_is_restored_after_its_file_changed() {
+        let c = checker();
+        let dir = crate::plugin_fetch::tests::tempdir("restore");
+        let path = dir.join("p.wasm");
+        std::fs::copy(test_plugin("test-echo"), &path).unwrap();
+        let w = wp("p", file_spec(&path));
+        let o = c.check(&w).await;
+        let ready = o.ready.unwrap();
+        let stable = WasmPluginStable {
+            digest: ready.digest().into(),
+            source: ready.source.clone(),
+            errors: 0,
+        };
+        std::fs::copy(test_plugin("test-namer"), &path).unwrap();
+        let restored = c.restore(&w, &stable).await.unwrap();
+        assert_eq!(restored.digest(), stable.digest);
+
+        // Neither in the cache nor at its source: the error says so.
+        let missing = WasmPluginStable {
+            digest: format!("sha256:{}", "0".repeat(64)),
+            ..stable
+        };
+        let e = c.restore(&w, &missing).await.unwrap_err();
+        assert!(e.contains("sha256 pins sha256:000"), "{e}");
     }
 
     #[test]

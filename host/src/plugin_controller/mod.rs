@@ -1,7 +1,9 @@
 //! WasmPlugins: the controller that turns WasmPlugin objects on the
 //! service cluster into checked, loaded plugins ([`controller`]), the
-//! registry the sync path reads them from ([`registry`]), and the resolver
-//! that turns a PublishedResource's `wasm:` use into a plugin to call
+//! self-test gate every digest passes first ([`selftest`]), the registry
+//! the sync path reads them from ([`registry`]), staged rollouts that give
+//! a new digest to some objects first ([`rollout`]), and the resolver that
+//! turns a PublishedResource's `wasm:` use into a plugin to call
 //! ([`resolver`]).
 //!
 //! Wiring, in the agent:
@@ -17,10 +19,13 @@ pub mod configmaps;
 pub mod controller;
 pub mod registry;
 pub mod resolver;
+pub mod rollout;
+pub mod selftest;
 
 pub use controller::{Checker, ControllerConfig, run, run_with};
-pub use registry::{NotReady, ReadyPlugin, WasmPluginRegistry};
+pub use registry::{Canary, DigestStats, NotReady, ReadyPlugin, Serving, WasmPluginRegistry};
 pub use resolver::{Origin, PluginResolver, ResolveError, ResolveErrorKind, Resolved};
+pub use rollout::{CanaryRule, Labels, Subject};
 
 #[cfg(test)]
 pub(crate) mod tests {

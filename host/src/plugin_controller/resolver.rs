@@ -7,19 +7,39 @@ use std::sync::{Arc, Mutex};
 
 use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Runtime, World};
 
-use super::registry::WasmPluginRegistry;
+use super::registry::{DigestStats, ReadyPlugin, WasmPluginRegistry};
+use super::rollout::CanaryRule;
 use crate::apis::{FailurePolicy, WasmUse};
 use crate::plugin_fetch::{FetchContext, FetchErrorKind, PluginRef};
 
 /// A use, resolved.
 #[derive(Clone, Debug)]
 pub struct Resolved {
+    /// For a WasmPlugin: its stable digest.
     pub plugin: Arc<Plugin>,
     /// The config to pass on every call, as JSON text (`null` when neither
     /// the use nor the WasmPlugin sets one).
     pub config: String,
     pub failure_policy: FailurePolicy,
     pub origin: Origin,
+    /// Failed calls of `plugin` are counted here (WasmPlugins only; shown
+    /// in the WasmPlugin's status).
+    pub stats: Option<Arc<DigestStats>>,
+    /// During a WasmPlugin's staged rollout: the digest that serves the
+    /// objects its canary selects.
+    pub canary: Option<ResolvedCanary>,
+}
+
+/// The canary side of a [`Resolved`] WasmPlugin use.
+#[derive(Clone, Debug)]
+pub struct ResolvedCanary {
+    pub plugin: Arc<Plugin>,
+    /// The config for this digest (the use's own, else this digest's
+    /// WasmPlugin default), checked by it.
+    pub config: String,
+    pub failure_policy: FailurePolicy,
+    pub stats: Arc<DigestStats>,
+    pub rule: Arc<CanaryRule>,
 }
 
 /// Where a resolved plugin came from, for messages and change detection.
@@ -57,6 +77,8 @@ pub enum ResolveErrorKind {
     WrongWorld,
     /// The plugin rejected the config.
     InvalidConfig,
+    /// An inline source's worked examples fail (the self-test gate).
+    SelfTest,
 }
 
 /// A use that cannot be resolved: the field, and a message saying what is
@@ -137,25 +159,21 @@ impl PluginResolver {
             kind,
             message,
         };
-        let (plugin, default_config, failure_policy, origin, leaf) = match (&u.plugin, &u.source) {
-            (Some(_), Some(_)) => {
-                return Err(err(
-                    "",
-                    ResolveErrorKind::InvalidUse,
-                    "sets both plugin and source; keep plugin (the name of a WasmPlugin) or \
-                     source (a plugin reference), not both"
-                        .into(),
-                ));
-            }
-            (None, None) => {
-                return Err(err(
-                    "",
-                    ResolveErrorKind::InvalidUse,
-                    "names no plugin; set plugin (the name of a WasmPlugin) or source (a \
-                     built-in name, file://, https://, configmap:// or oci:// reference)"
-                        .into(),
-                ));
-            }
+        match (&u.plugin, &u.source) {
+            (Some(_), Some(_)) => Err(err(
+                "",
+                ResolveErrorKind::InvalidUse,
+                "sets both plugin and source; keep plugin (the name of a WasmPlugin) or \
+                 source (a plugin reference), not both"
+                    .into(),
+            )),
+            (None, None) => Err(err(
+                "",
+                ResolveErrorKind::InvalidUse,
+                "names no plugin; set plugin (the name of a WasmPlugin) or source (a \
+                 built-in name, file://, https://, configmap:// or oci:// reference)"
+                    .into(),
+            )),
             (Some(name), None) => {
                 if u.sha256.is_some() {
                     return Err(err(
@@ -167,23 +185,72 @@ impl PluginResolver {
                         ),
                     ));
                 }
-                let ready = self.registry.get(name).map_err(|e| {
+                let serving = self.registry.serving(name).map_err(|e| {
                     err(
                         "plugin",
                         ResolveErrorKind::NotReady,
                         format!("{e}; objects using it wait until it is Ready"),
                     )
                 })?;
-                (
-                    ready.plugin.clone(),
-                    ready.default_config.clone(),
-                    ready.failure_policy,
-                    Origin::WasmPlugin {
-                        name: name.clone(),
-                        generation: ready.generation,
-                    },
-                    "plugin",
-                )
+                let origin = |p: &ReadyPlugin| Origin::WasmPlugin {
+                    name: name.clone(),
+                    generation: p.generation,
+                };
+                let stable = &serving.stable;
+                let config = self
+                    .checked_config(
+                        u,
+                        &stable.plugin,
+                        stable.default_config.as_ref(),
+                        &origin(stable),
+                        expected,
+                        field,
+                        "plugin",
+                    )
+                    .await?;
+                // A canary digest must take the same use: a config it
+                // rejects is found before promotion, not after.
+                let canary = match &serving.canary {
+                    None => None,
+                    Some(c) => {
+                        let p = &c.plugin;
+                        let config = self
+                            .checked_config(
+                                u,
+                                &p.plugin,
+                                p.default_config.as_ref(),
+                                &origin(p),
+                                expected,
+                                field,
+                                "plugin",
+                            )
+                            .await
+                            .map_err(|mut e| {
+                                e.message = format!(
+                                    "the canary digest {} (spec.rollout.canary of WasmPlugin \
+                                     {name:?}): {}",
+                                    p.digest(),
+                                    e.message
+                                );
+                                e
+                            })?;
+                        Some(ResolvedCanary {
+                            plugin: p.plugin.clone(),
+                            config,
+                            failure_policy: p.failure_policy,
+                            stats: p.stats.clone(),
+                            rule: c.rule.clone(),
+                        })
+                    }
+                };
+                Ok(Resolved {
+                    plugin: stable.plugin.clone(),
+                    config,
+                    failure_policy: stable.failure_policy,
+                    origin: origin(stable),
+                    stats: Some(stable.stats.clone()),
+                    canary,
+                })
             }
             (None, Some(source)) => {
                 let r = PluginRef::parse(source, u.sha256.as_deref(), field).map_err(|e| {
@@ -197,22 +264,43 @@ impl PluginResolver {
                     .load_inline(&r)
                     .await
                     .map_err(|(kind, m)| err("source", kind, m))?;
-                (
+                let origin = Origin::Inline {
+                    source: r.source.clone(),
+                };
+                let config = self
+                    .checked_config(u, &plugin, None, &origin, expected, field, "source")
+                    .await?;
+                Ok(Resolved {
                     plugin,
-                    None,
-                    FailurePolicy::Fail,
-                    Origin::Inline {
-                        source: r.source.clone(),
-                    },
-                    "source",
-                )
+                    config,
+                    failure_policy: FailurePolicy::Fail,
+                    origin,
+                    stats: None,
+                    canary: None,
+                })
             }
-        };
+        }
+    }
+
+    /// Check that `plugin` implements `expected`, and the config it will be
+    /// called with: the use's own (validated here), else `default_config`
+    /// (a WasmPlugin's, validated when it became Ready).
+    #[allow(clippy::too_many_arguments)]
+    async fn checked_config(
+        &self,
+        u: &WasmUse,
+        plugin: &Arc<Plugin>,
+        default_config: Option<&serde_json::Value>,
+        origin: &Origin,
+        expected: World,
+        field: &str,
+        leaf: &str,
+    ) -> Result<String, ResolveError> {
         if plugin.world() != expected {
-            return Err(err(
-                leaf,
-                ResolveErrorKind::WrongWorld,
-                format!(
+            return Err(ResolveError {
+                field: format!("{field}.{leaf}"),
+                kind: ResolveErrorKind::WrongWorld,
+                message: format!(
                     "{origin} is a {} plugin (world {}), but this field needs a {}; reference a \
                      plugin built for world {}",
                     plugin.world(),
@@ -220,11 +308,9 @@ impl PluginResolver {
                     expected,
                     expected
                 ),
-            ));
+            });
         }
-        // A WasmPlugin's default config was validated when it became Ready;
-        // only a config given here needs checking now.
-        let (config, check) = match (&u.config, &default_config) {
+        let (config, check) = match (&u.config, default_config) {
             (Some(c), _) => (c.to_string(), true),
             (None, Some(d)) => (d.to_string(), false),
             (None, None) => ("null".to_string(), false),
@@ -234,18 +320,13 @@ impl PluginResolver {
             let res = self
                 .runtime
                 .call_pool()
-                .run(&plugin, move |p| p.validate_config(&c))
+                .run(plugin, move |p| p.validate_config(&c))
                 .await;
             if let Err(f) = res {
-                return Err(config_error(field, &origin, &f));
+                return Err(config_error(field, origin, &f));
             }
         }
-        Ok(Resolved {
-            plugin,
-            config,
-            failure_policy,
-            origin,
-        })
+        Ok(config)
     }
 
     async fn load_inline(&self, r: &PluginRef) -> Result<Arc<Plugin>, (ResolveErrorKind, String)> {
@@ -274,6 +355,21 @@ impl PluginResolver {
                     ),
                 )
             })?;
+        // The self-test gate, as for a WasmPlugin: a digest whose worked
+        // examples fail is not used (there is no older one to fall back on).
+        let test = super::selftest::run(self.runtime.call_pool(), &plugin)
+            .await
+            .map_err(|f| (ResolveErrorKind::Load, format!("describe() failed: {f}")))?;
+        if let Some(summary) = test.failure_summary() {
+            return Err((
+                ResolveErrorKind::SelfTest,
+                format!(
+                    "{} failed its self-test: {summary}; fix the plugin (`syncweave plugin test \
+                     --examples {}` reproduces it)",
+                    fetched.digest, r.source
+                ),
+            ));
+        }
         let mut cache = self.inline.lock().unwrap_or_else(|e| e.into_inner());
         Ok(cache.entry(fetched.digest).or_insert(plugin).clone())
     }
@@ -468,5 +564,111 @@ mod tests {
             e.message.contains("WasmPlugin \"missing\" is not ready"),
             "{e}"
         );
+    }
+
+    /// A WasmPlugin in a staged rollout resolves to both digests, each with
+    /// its own default config; a use's config must suit both.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_canary_resolves_to_both_digests() {
+        use super::super::registry::{Canary, ReadyPlugin, Serving};
+        let rt = runtime();
+        let registry = WasmPluginRegistry::new();
+        let echo = rt
+            .load(
+                "test-echo",
+                &std::fs::read(test_plugin("test-echo")).unwrap(),
+                None,
+            )
+            .unwrap();
+        let ready = |plugin: Arc<Plugin>, config: serde_json::Value| ReadyPlugin {
+            name: "p".into(),
+            uid: "uid".into(),
+            generation: Some(1),
+            plugin,
+            limits: Default::default(),
+            failure_policy: FailurePolicy::Fail,
+            default_config: Some(config),
+            source: "test".into(),
+            stats: Default::default(),
+        };
+        let rule = Arc::new(CanaryRule::Fraction {
+            fraction: 0.5,
+            threshold: u64::MAX / 2,
+        });
+        registry.set_serving(Serving {
+            stable: ready(echo.clone(), json!({"label": "s"})),
+            canary: Some(Canary {
+                plugin: ready(echo.clone(), json!({"label": "c"})),
+                rule: rule.clone(),
+            }),
+            held_back: None,
+        });
+        let resolver = PluginResolver::new(rt.clone(), registry.clone(), fetch_context(&rt));
+        let by_name = WasmUse {
+            plugin: Some("p".into()),
+            ..Default::default()
+        };
+        let field = "spec.mutation.spec[0].wasm";
+        let r = resolver
+            .resolve_use(&by_name, World::Mutator, field)
+            .await
+            .unwrap();
+        assert_eq!(r.config, r#"{"label":"s"}"#);
+        assert!(r.stats.is_some());
+        let c = r.canary.unwrap();
+        assert_eq!(c.config, r#"{"label":"c"}"#);
+        assert_eq!(c.rule, rule);
+
+        // A canary digest that rejects the use's config: the error says it
+        // is the canary's.
+        let mutation = rt.load_builtin("mutation").unwrap();
+        registry.set_serving(Serving {
+            stable: ready(echo.clone(), json!({"label": "s"})),
+            canary: Some(Canary {
+                plugin: ready(mutation, json!([])),
+                rule,
+            }),
+            held_back: None,
+        });
+        let with_config = WasmUse {
+            plugin: Some("p".into()),
+            config: Some(json!({"label": "x"})),
+            ..Default::default()
+        };
+        let e = resolver
+            .resolve_use(&with_config, World::Mutator, field)
+            .await
+            .unwrap_err();
+        assert_eq!(e.field, "spec.mutation.spec[0].wasm.config");
+        assert!(
+            e.message.starts_with("the canary digest sha256:"),
+            "{}",
+            e.message
+        );
+    }
+
+    /// An inline source goes through the self-test gate too.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_inline_source_whose_example_fails_is_refused() {
+        let rt = runtime();
+        let resolver =
+            PluginResolver::new(rt.clone(), WasmPluginRegistry::new(), fetch_context(&rt));
+        let e = resolver
+            .resolve_use(
+                &inline(&test_plugin("test-namer"), None),
+                World::Namer,
+                "spec.naming.wasm",
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ResolveErrorKind::SelfTest);
+        assert_eq!(e.field, "spec.naming.wasm.source");
+        assert!(
+            e.message
+                .contains("failed its self-test: example \"deliberately-wrong\" failed"),
+            "{}",
+            e.message
+        );
+        assert!(!e.is_transient());
     }
 }

@@ -429,17 +429,11 @@ impl Publisher {
                     }
                 }
             }
-            // Never Ready while objects keep failing.
-            match ctx.failures.summary() {
-                Some(msg) => {
-                    self.set_condition(api, &name, "False", "ObjectsFailing", &msg)
-                        .await
-                }
-                None => {
-                    self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                        .await
-                }
-            }
+            // Never Ready while objects keep failing, or while a plugin
+            // holds back new code.
+            let (status, reason, msg) =
+                self.sync_condition(pr, ctx.failures.summary(), &syncing_message);
+            self.set_condition(api, &name, status, reason, &msg).await;
             return Ok(Outcome::Done);
         }
         match self.start_sync(pr, &resolved).await {
@@ -461,8 +455,8 @@ impl Publisher {
                 if let Some(old) = old {
                     old.cancel.cancel();
                 }
-                self.set_condition(api, &name, "True", "Syncing", &syncing_message)
-                    .await;
+                let (status, reason, msg) = self.sync_condition(pr, None, &syncing_message);
+                self.set_condition(api, &name, status, reason, &msg).await;
                 Ok(Outcome::Done)
             }
             // No workspace has bound the export yet: the slice's watch

@@ -15,15 +15,18 @@ use crate::sync::events::Failures;
 use crate::sync::syncer::{PluginSet, SyncContext};
 
 impl Publisher {
-    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
-    /// (`name=not-ready` for one without a Ready digest), and the same with
-    /// each plugin's generation (its default config is part of what runs).
-    pub(super) fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
+    /// The WasmPlugins the resource uses by name, sorted.
+    fn wasm_plugin_names(pr: &PublishedResource) -> Vec<&str> {
         let spec = &pr.spec;
         let mut uses: Vec<&crate::apis::WasmUse> = Vec::new();
         uses.extend(spec.projection.as_ref().and_then(|p| p.wasm.as_ref()));
         uses.extend(spec.naming.as_ref().and_then(|n| n.wasm.as_ref()));
-        if let Some(m) = &spec.mutation {
+        let related = spec
+            .related
+            .iter()
+            .flatten()
+            .filter_map(|r| r.mutation.as_ref());
+        for m in spec.mutation.iter().chain(related) {
             for rules in [&m.spec, &m.status].into_iter().flatten() {
                 uses.extend(rules.iter().filter_map(|r| r.wasm.as_ref()));
             }
@@ -31,12 +34,40 @@ impl Publisher {
         let mut names: Vec<&str> = uses.iter().filter_map(|u| u.plugin.as_deref()).collect();
         names.sort();
         names.dedup();
+        names
+    }
+
+    /// `name=digest` of every WasmPlugin the resource uses by name, sorted
+    /// (`name=not-ready` for one without a Ready digest; during a staged
+    /// rollout with its canary digest and whom it serves), and the same
+    /// with each digest's WasmPlugin generation (its default config is part
+    /// of what runs) and the canary's rule: a change of the second swaps
+    /// new plugin code into the running sync.
+    pub(super) fn wasm_plugins_in_use(&self, pr: &PublishedResource) -> (String, String) {
         let (mut shown, mut exact) = (Vec::new(), Vec::new());
-        for n in names {
-            match self.plugins.registry().get(n) {
-                Ok(p) => {
-                    shown.push(format!("{n}={}", p.digest()));
-                    exact.push(format!("{n}={}@{:?}", p.digest(), p.generation));
+        for n in Self::wasm_plugin_names(pr) {
+            match self.plugins.registry().serving(n) {
+                Ok(s) => {
+                    let p = &s.stable;
+                    let (mut show, mut version) = (
+                        format!("{n}={}", p.digest()),
+                        format!("{n}={}@{:?}", p.digest(), p.generation),
+                    );
+                    if let Some(c) = &s.canary {
+                        show.push_str(&format!(
+                            " (canary {} for {})",
+                            c.plugin.digest(),
+                            c.rule.describe()
+                        ));
+                        version.push_str(&format!(
+                            "+canary={}@{:?}/{}",
+                            c.plugin.digest(),
+                            c.plugin.generation,
+                            c.rule.key()
+                        ));
+                    }
+                    shown.push(show);
+                    exact.push(version);
                 }
                 Err(_) => {
                     shown.push(format!("{n}=not-ready"));
@@ -45,6 +76,46 @@ impl Publisher {
             }
         }
         (shown.join(","), exact.join(","))
+    }
+
+    /// Why WasmPlugins the resource uses serve an older digest than their
+    /// spec.source names (a new digest that failed its checks), one message
+    /// per plugin.
+    fn plugins_held_back(&self, pr: &PublishedResource) -> Vec<String> {
+        Self::wasm_plugin_names(pr)
+            .into_iter()
+            .filter_map(|n| {
+                let s = self.plugins.registry().serving(n).ok()?;
+                Some(format!("WasmPlugin {n:?}: {}", s.held_back?))
+            })
+            .collect()
+    }
+
+    /// The Ready condition of a running sync: False while objects fail, or
+    /// while a WasmPlugin it uses holds back a new digest that failed its
+    /// checks (objects keep syncing with the previous one); True otherwise.
+    pub(super) fn sync_condition(
+        &self,
+        pr: &PublishedResource,
+        failing: Option<String>,
+        syncing_message: &str,
+    ) -> (&'static str, &'static str, String) {
+        if let Some(msg) = failing {
+            return ("False", "ObjectsFailing", msg);
+        }
+        let held_back = self.plugins_held_back(pr);
+        if !held_back.is_empty() {
+            return (
+                "False",
+                "WasmPluginNotUpdated",
+                format!(
+                    "objects keep syncing with the previous digest of a WasmPlugin whose new \
+                     digest is not used: {}",
+                    held_back.join("; ")
+                ),
+            );
+        }
+        ("True", "Syncing", syncing_message.to_string())
     }
 
     /// Start syncing once kcp serves the projected resource in the virtual
@@ -144,10 +215,10 @@ impl Publisher {
             mutator: self.plugins.mutator(pr).await?,
             related: self.plugins.related(pr).await?,
             templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
-                true => {
-                    Some(self.plugins.text_templates(pr)?
-                        as Arc<dyn crate::sync::related::Templates>)
-                }
+                true => Some(
+                    self.plugins.text_templates(pr).await?
+                        as Arc<dyn crate::sync::related::Templates>,
+                ),
                 false => None,
             },
         })

@@ -20,10 +20,7 @@ impl SyncContext {
             // still exist to resolve them).
             if !self.plugins().related.is_empty() && local.metadata.deletion_timestamp.is_none() {
                 let path = self.workspace_path(&key.cluster).await?;
-                let origin = Origin {
-                    cluster: &key.cluster,
-                    path: path.as_deref(),
-                };
+                let origin = Origin::of(key, path.as_deref(), remote);
                 let pair = crate::sync::related::PrimaryPair {
                     key,
                     origin: &origin,

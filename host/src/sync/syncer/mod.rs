@@ -40,6 +40,7 @@ use super::state::StateStore;
 use super::strip::{drop_subresources, strip_metadata};
 use super::{ObjectKey, patch};
 use crate::kcp::KcpContext;
+use crate::plugin_controller::{Labels, Subject};
 use crate::selector::{Selector, SelectorExt};
 use memo::{InSync, WROTE};
 pub(in crate::sync) use spec::without_identity;
@@ -88,11 +89,35 @@ pub trait Mutator: Send + Sync {
 }
 
 /// Where a kcp object lives: its logical cluster and, with
-/// `enableWorkspacePaths`, its workspace path.
+/// `enableWorkspacePaths`, its workspace path; and the object itself
+/// (identity and labels), by which a WasmPlugin in a staged rollout picks
+/// the digest for every call made for it (its status and related objects
+/// included).
 #[derive(Debug, Clone, Copy)]
 pub struct Origin<'a> {
     pub cluster: &'a str,
     pub path: Option<&'a str>,
+    pub subject: Subject<'a>,
+}
+
+impl<'a> Origin<'a> {
+    /// The origin of the kcp object `remote` with key `key`.
+    pub(crate) fn of(key: &'a ObjectKey, path: Option<&'a str>, remote: &'a DynamicObject) -> Self {
+        Origin {
+            cluster: &key.cluster,
+            path,
+            subject: Subject {
+                cluster: &key.cluster,
+                namespace: key.namespace.as_deref(),
+                name: &key.name,
+                labels: remote
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .map_or(Labels::None, Labels::Map),
+            },
+        }
+    }
 }
 
 /// Everything needed to sync one PublishedResource's objects.
@@ -425,10 +450,6 @@ impl SyncContext {
             return Ok(Outcome::Done);
         }
         let path = self.workspace_path(&key.cluster).await?;
-        let origin = Origin {
-            cluster: &key.cluster,
-            path: path.as_deref(),
-        };
         if !has_finalizer {
             let mut finalizers = remote.metadata.finalizers.clone().unwrap_or_default();
             finalizers.push(FINALIZER.to_string());
@@ -452,6 +473,7 @@ impl SyncContext {
             // this one reconcile, not one requeue per write.
             remote = Arc::new(accepted);
         }
+        let origin = Origin::of(key, path.as_deref(), &remote);
 
         let mut local = self.find_local(key).await?;
         if let Some(l) = &local
