@@ -19,7 +19,8 @@ pub use init::{
 };
 pub use published_resource::*;
 pub use wasmplugin::{
-    FailurePolicy, WasmPlugin, WasmPluginInfo, WasmPluginLimits, WasmPluginSpec, WasmPluginStatus,
+    FailurePolicy, KeySource, ObjectKeyReference, SecretReference, SignatureVerification,
+    WasmPlugin, WasmPluginInfo, WasmPluginLimits, WasmPluginSpec, WasmPluginStatus,
 };
 
 /// CRD manifests this agent installs on the service cluster, as YAML.

@@ -180,7 +180,9 @@ impl Checker {
                 );
             }
         };
-        let fetched = match self.fetch.fetch(&r).await {
+        // With spec.imagePullSecret's credentials and, when spec.signature
+        // is set, only once the signature is verified.
+        let fetched = match self.fetch.fetch_for(&r, spec).await {
             Ok(f) => f,
             Err(e) => {
                 return fail(
@@ -196,12 +198,20 @@ impl Checker {
             CONDITION_FETCHED,
             Some(true),
             "Fetched",
-            &format!(
-                "{} bytes from {} source {}",
-                fetched.bytes.len(),
-                r.kind(),
-                r.source
-            ),
+            &match &fetched.signature {
+                Some(sig) => format!(
+                    "{} bytes from {} source {}; {sig}",
+                    fetched.bytes.len(),
+                    r.kind(),
+                    r.source
+                ),
+                None => format!(
+                    "{} bytes from {} source {}",
+                    fetched.bytes.len(),
+                    r.kind(),
+                    r.source
+                ),
+            },
         )];
         status.digest = Some(fetched.digest.clone());
         status.conditions = Some(conds.clone());
