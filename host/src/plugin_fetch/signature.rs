@@ -279,7 +279,7 @@ fn decrypt_cosign_key(block: &str, password: &str) -> Result<Vec<u8>, String> {
         num("/kdf/params/r")?,
         num("/kdf/params/p")?,
     );
-    if !n.is_power_of_two() || n < 2 || n > 1 << 22 {
+    if !n.is_power_of_two() || !(2..=1 << 22).contains(&n) {
         return Err(format!("scrypt N={n} is not a power of two in range"));
     }
     let b64 = |p: &str| {
