@@ -8,6 +8,11 @@
 #   - the service cluster: kube-apiserver + kubectl (tests/kube) and etcd
 #     (tests/etcd), helm (tests/helm) and promtool (tests/promtool, to check
 #     the chart's alerting rules), each built from Go modules
+#   - an OCI registry for `plugin push` and oci:// pulls: distribution's
+#     registry (tests/registry), docker/distribution's token server
+#     (tests/token-server, for bearer-token auth) and cosign (tests/cosign,
+#     for the signature interop test; a failed cosign build is reported, not
+#     fatal: only that test needs it)
 # Every binary is cached under $SYNCWEAVE_TOOLS_DIR (default ~/.cache/syncweave)
 # by a stamp of its wrapper module, and linked there under its plain name.
 # Fast (well under a second) when everything is already present.
@@ -53,8 +58,10 @@ go_tool() {
     require_go "$name"
     log "building $name from Go modules (first time: minutes)…"
     start=$(date +%s)
-    "$repo/tests/gotools.sh" "$dir" "$pkg" "$bin.tmp" "$ldflags" >&2
-    mv "$bin.tmp" "$bin"
+    # `|| return`: also stops here when the caller tests the result (errexit
+    # does not apply then), so a failed build never leaves a dangling link.
+    "$repo/tests/gotools.sh" "$dir" "$pkg" "$bin.tmp" "$ldflags" >&2 || return 1
+    mv "$bin.tmp" "$bin" || return 1
     log "$name built in $(( $(date +%s) - start ))s"
   fi
   ln -sf "$bin" "$tools/$name"
@@ -65,6 +72,13 @@ go_tool helm helm helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.
 go_tool promtool promtool github.com/prometheus/prometheus/cmd/promtool
 go_tool kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 go_tool kubectl kube k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
+go_tool registry registry github.com/distribution/distribution/v3/cmd/registry \
+  "-X github.com/distribution/distribution/v3/version.version=v3.1.2"
+go_tool token-server token-server github.com/docker/distribution/contrib/token-server
+if ! go_tool cosign cosign github.com/sigstore/cosign/v2/cmd/cosign \
+  "-X sigs.k8s.io/release-utils/version.gitVersion=v2.6.5"; then
+  log "cosign did not build; the cosign interop test (e2e publish::cosign_interop) will fail saying so"
+fi
 
 # --- kcp ---------------------------------------------------------------------
 kcp_version=$(awk '/^require github.com\/kcp-dev\/kcp /{print $3}' "$repo/tests/kcp/go.mod")

@@ -212,6 +212,16 @@ render custom --set kcpKubeconfig=k --set apiExportEndpointSliceName=s --set ima
   refuse "sync: no Lease rule without leader election" "$(doc custom Role)" '["leases"]' ||
   not_ok "sync: own image, configmap:// namespaces, no Lease rule without leader election" "$(cat "$work/custom.err")"
 
+render trust "${upstream[@]}" --set 'rbac.pluginSecretNamespaces={plugins}' \
+  --set 'rbac.pluginConfigMapNamespaces={plugins}' --set pluginRegistryCA.configMap=registry-ca &&
+  expect "sync: pull-Secret namespaces get Secrets (get only), the registry CA is mounted" \
+    "$(doc trust Role; doc trust Deployment)" 'name: "syncweave:syncweave:plugin-secrets"' \
+    '["secrets"]' '    verbs: ["get"]' "name: SYNCWEAVE_PLUGIN_CA_FILE" \
+    "value: /etc/syncweave/plugin-registry-ca/ca.crt" 'name: "registry-ca"' &&
+  refuse "sync: no registry CA unless named" "$(doc plain Deployment 2>/dev/null; doc custom Deployment)" \
+    "SYNCWEAVE_PLUGIN_CA_FILE" ||
+  not_ok "sync: pull-Secret namespaces get Secrets (get only), the registry CA is mounted" "$(cat "$work/trust.err")"
+
 # --- role=init -----------------------------------------------------------------------
 if render init "${init[@]}"; then
   ok "helm template with init-values.yaml"

@@ -18,6 +18,7 @@ mod ops;
 mod outages;
 mod parity;
 mod plugins;
+mod publish;
 mod related;
 mod rollout;
 mod shards;

@@ -15,6 +15,16 @@ pub struct Agent {
 impl Agent {
     /// Start `binary` (normally `env!("CARGO_BIN_EXE_syncweave")`) with `args`.
     pub fn start(binary: &Path, args: &[String], log_file: PathBuf) -> Result<Agent> {
+        Agent::start_with_env(binary, args, &[], log_file)
+    }
+
+    /// [`Agent::start`] with extra environment variables.
+    pub fn start_with_env(
+        binary: &Path,
+        args: &[String],
+        env: &[(String, String)],
+        log_file: PathBuf,
+    ) -> Result<Agent> {
         let log = std::fs::File::create(&log_file)
             .with_context(|| format!("creating {}", log_file.display()))?;
         let mut cmd = Command::new(binary);
@@ -22,7 +32,8 @@ impl Agent {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
-            .env("RUST_BACKTRACE", "1");
+            .env("RUST_BACKTRACE", "1")
+            .envs(env.iter().map(|(k, v)| (k, v)));
         let pid = crate::kcp::spawn_owned(cmd)
             .with_context(|| format!("starting {}", binary.display()))?;
         Ok(Agent { pid, log_file })

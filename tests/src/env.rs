@@ -50,6 +50,8 @@ pub struct Env {
     pub binary: PathBuf,
     /// Token of the chart's ServiceAccount on the service cluster.
     pub agent_token: String,
+    /// Extra environment of the agent process (e.g. SYNCWEAVE_PLUGIN_CA_FILE).
+    pub agent_env: Vec<(String, String)>,
 }
 
 pub const EXPORT: &str = "example.com";
@@ -127,6 +129,7 @@ impl Env {
             dir,
             agent: None,
             binary: binary.to_path_buf(),
+            agent_env: Vec::new(),
         }
     }
 
@@ -162,8 +165,13 @@ impl Env {
             .unwrap();
         let args = self.agent_args(kcp_kc, &svc_kc, extra);
         self.agent = None;
-        let agent =
-            Agent::start(&self.binary, &args, self.dir.join("agent.log")).expect("agent starts");
+        let agent = Agent::start_with_env(
+            &self.binary,
+            &args,
+            &self.agent_env,
+            self.dir.join("agent.log"),
+        )
+        .expect("agent starts");
         self.agent = Some(agent);
     }
 

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod env;
 pub mod kcp;
 pub mod proxy;
+pub mod registry;
 pub mod resources;
 pub mod service;
 
@@ -20,6 +21,7 @@ pub use kcp::{
     SHARD_1_REGION, Workspace, kcp, own_kcp, sharded_kcp,
 };
 pub use libc;
+pub use registry::{Registry, RegistryAuth};
 pub use resources::*;
 pub use service::ServiceCluster;
 

@@ -19,8 +19,9 @@ pub use init::{
 };
 pub use published_resource::*;
 pub use wasmplugin::{
-    FailurePolicy, WasmPlugin, WasmPluginCanary, WasmPluginCanaryStatus, WasmPluginInfo,
-    WasmPluginLimits, WasmPluginRollout, WasmPluginSpec, WasmPluginStable, WasmPluginStatus,
+    FailurePolicy, KeySource, ObjectKeyReference, SecretReference, SignatureVerification,
+    WasmPlugin, WasmPluginCanary, WasmPluginCanaryStatus, WasmPluginInfo, WasmPluginLimits,
+    WasmPluginRollout, WasmPluginSpec, WasmPluginStable, WasmPluginStatus,
 };
 
 /// CRD manifests this agent installs on the service cluster, as YAML.

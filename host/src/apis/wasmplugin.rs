@@ -79,6 +79,67 @@ pub struct WasmPluginSpec {
     /// others; remove rollout (or set canary.fraction to 1) to promote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<WasmPluginRollout>,
+
+    /// oci:// sources in a private registry: a `kubernetes.io/dockerconfigjson`
+    /// Secret on the service cluster (`kubectl create secret docker-registry`)
+    /// whose entry for the registry host gives the credentials (auth or
+    /// username/password, identitytoken, registrytoken). Basic and bearer
+    /// token registries both work. The agent needs `get` on Secrets in that
+    /// namespace (the chart's `rbac.pluginSecretNamespaces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_secret: Option<SecretReference>,
+
+    /// oci:// sources: require a cosign-style signature of the artifact's
+    /// manifest digest (stored at tag `sha256-<hex>.sig` in the same
+    /// repository) by one of these public keys before the plugin is loaded.
+    /// Unset: no signature is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SignatureVerification>,
+}
+
+/// A Secret on the service cluster (WasmPlugins are cluster-scoped, so the
+/// namespace is required).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretReference {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The public keys a plugin's signature must verify against: set exactly
+/// one of publicKey and publicKeyFrom.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureVerification {
+    /// One or more PEM public keys (`-----BEGIN PUBLIC KEY-----`, ECDSA
+    /// P-256, as `cosign generate-key-pair` and `syncweave plugin keygen`
+    /// write them); a signature by any of them is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// The same, read from a key of a Secret or ConfigMap on the service
+    /// cluster (the agent needs `get` on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key_from: Option<KeySource>,
+}
+
+/// Where a public key is kept: set exactly one of secretKeyRef and
+/// configMapKeyRef.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeySource {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<ObjectKeyReference>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_key_ref: Option<ObjectKeyReference>,
+}
+
+/// One key of a Secret or ConfigMap on the service cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectKeyReference {
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -589,6 +650,34 @@ spec:
     }
 
     #[test]
+    fn registry_trust_fields_parse() {
+        let yaml = r#"
+apiVersion: syncweave.dev/v1alpha1
+kind: WasmPlugin
+metadata: {name: signed}
+spec:
+  source: oci://registry.example.com/team/p@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  imagePullSecret: {namespace: plugins, name: regcred}
+  signature:
+    publicKeyFrom:
+      configMapKeyRef: {namespace: plugins, name: keys, key: team.pub}
+"#;
+        let p: WasmPlugin = serde_yaml_ng::from_str(yaml).unwrap();
+        assert_eq!(
+            p.spec.image_pull_secret,
+            Some(SecretReference {
+                namespace: "plugins".into(),
+                name: "regcred".into()
+            })
+        );
+        let sig = p.spec.signature.unwrap();
+        assert_eq!(sig.public_key, None);
+        let from = sig.public_key_from.unwrap();
+        assert_eq!(from.config_map_key_ref.unwrap().key, "team.pub");
+        assert!(from.secret_key_ref.is_none());
+    }
+
+    #[test]
     fn crd_schema_has_what_kubectl_and_the_apiserver_need() {
         use kube::CustomResourceExt;
         let crd = serde_json::to_value(WasmPlugin::crd()).unwrap();
@@ -631,6 +720,13 @@ spec:
         assert_eq!(
             canary["x-kubernetes-validations"][0]["rule"],
             "has(self.fraction) != has(self.selector)"
+        );
+        let pull = &spec["properties"]["imagePullSecret"];
+        assert_eq!(pull["required"], serde_json::json!(["name", "namespace"]));
+        let from = &spec["properties"]["signature"]["properties"]["publicKeyFrom"]["properties"];
+        assert_eq!(
+            from["secretKeyRef"]["required"],
+            serde_json::json!(["key", "name", "namespace"])
         );
     }
 

@@ -1,6 +1,7 @@
 //! `syncweave plugin …`: build, inspect, test and benchmark Wasm plugins
-//! locally.
+//! locally, and publish them to OCI registries ([`publish`]).
 mod bench;
+mod publish;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,6 +51,15 @@ pub enum PluginCommand {
     /// Measure a plugin beside the built-in of the same kind: compile and
     /// cached-load time, calls/s, p50/p99 per call, peak guest memory.
     Bench(bench::BenchArgs),
+    /// Publish a plugin to an OCI registry as a Wasm artifact (the media
+    /// types Kubewarden and wasm-to-oci use), optionally signed; prints the
+    /// digest-pinned oci:// reference to put in a WasmPlugin.
+    Push(publish::PushArgs),
+    /// Make an ECDSA P-256 key pair for `plugin push --sign` and
+    /// WasmPlugins' spec.signature.
+    Keygen(publish::KeygenArgs),
+    /// Check that an oci:// plugin carries a valid signature by a key.
+    Verify(publish::VerifyArgs),
 }
 
 /// How `plugin inspect|test` fetch a reference (the agent's own fetcher and
@@ -64,6 +74,8 @@ pub struct SourceArgs {
     /// $KUBECONFIG, then ~/.kube/config, then in-cluster).
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub registry: publish::RegistryArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -158,6 +170,12 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
             let (_rt, plugin) = load(&args.reference, &args.source, &args.limits).await?;
             tokio::task::spawn_blocking(move || test(&plugin, &args)).await?
         }
+        PluginCommand::Push(args) => {
+            init_logging();
+            publish::push(args).await
+        }
+        PluginCommand::Keygen(args) => publish::keygen(args),
+        PluginCommand::Verify(args) => publish::verify(args).await,
     }
 }
 
@@ -258,8 +276,13 @@ pub(crate) async fn fetch(
         }
         _ => None,
     };
-    let fetcher = FetchContext::new(FetchOptions::for_runtime(&runtime, service))?;
-    let fetched = fetcher.fetch(&r).await?;
+    let fetcher = FetchContext::new(
+        source
+            .registry
+            .options(FetchOptions::for_runtime(&runtime, service)),
+    )?;
+    let access = source.registry.access(&r)?;
+    let fetched = fetcher.fetch_with(&r, &access).await?;
     Ok((runtime, fetcher, r, fetched))
 }
 

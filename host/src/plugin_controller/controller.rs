@@ -224,24 +224,45 @@ impl Checker {
                 );
             }
         };
-        let fetched = match self.fetch.fetch(&r).await {
+        // With spec.imagePullSecret's credentials and, when spec.signature
+        // is set, only once the signature is verified.
+        let fetched = match self.fetch.fetch_for(&r, spec).await {
             Ok(f) => f,
             Err(e) => {
-                return failed(
+                let mut o = failed(
                     status,
                     CONDITION_FETCHED,
                     e.kind.reason(),
                     e.to_string(),
                     e.kind.is_transient(),
                 );
+                // A trust decision, not a check of the new code: with a
+                // signature required that is missing or does not verify (or
+                // keys that cannot be read), nothing of this plugin may run,
+                // the digest that served before included (it was loaded
+                // under other rules). Fail closed.
+                if e.kind.is_trust() {
+                    if let Some(f) = o.failure.as_mut() {
+                        f.keep_previous = false;
+                    }
+                }
+                return o;
             }
         };
-        let fetched_msg = format!(
-            "{} bytes from {} source {}",
-            fetched.bytes.len(),
-            r.kind(),
-            r.source
-        );
+        let fetched_msg = match &fetched.signature {
+            Some(sig) => format!(
+                "{} bytes from {} source {}; {sig}",
+                fetched.bytes.len(),
+                r.kind(),
+                r.source
+            ),
+            None => format!(
+                "{} bytes from {} source {}",
+                fetched.bytes.len(),
+                r.kind(),
+                r.source
+            ),
+        };
         let mut o = self
             .check_fetched(wp, limits, &fetched, &spec.source, &fetched_msg, status)
             .await;
@@ -277,7 +298,9 @@ impl Checker {
         stable: &WasmPluginStable,
     ) -> Result<ReadyPlugin, String> {
         let limits = self.limits(wp)?;
-        let cached = match self.fetch.cache().cloned() {
+        // A signature required now is checked again: the content cache
+        // holds bytes, not the trust they were loaded under.
+        let cached = match self.fetch.cache().cloned().filter(|_| wp.spec.signature.is_none()) {
             Some(cache) => {
                 let (digest, max) = (stable.digest.clone(), self.fetch.options().max_bytes);
                 tokio::task::spawn_blocking(move || cache.get(&digest, max))
@@ -292,6 +315,7 @@ impl Checker {
                 bytes: bytes.into(),
                 digest: stable.digest.clone(),
                 cached: true,
+                signature: None,
             },
             None => {
                 let hex = stable.digest.strip_prefix("sha256:").ok_or_else(|| {
@@ -302,7 +326,11 @@ impl Checker {
                 })?;
                 let r = PluginRef::parse(&stable.source, Some(hex), "status.stable")
                     .map_err(|e| e.to_string())?;
-                self.fetch.fetch(&r).await.map_err(|e| e.to_string())?
+                // With the pull Secret, and the signature checked again.
+                self.fetch
+                    .fetch_for(&r, &wp.spec)
+                    .await
+                    .map_err(|e| e.to_string())?
             }
         };
         let status = WasmPluginStatus {

@@ -29,11 +29,15 @@ pub(super) fn client(opts: &FetchOptions) -> Result<reqwest::Client, String> {
         .read_timeout(opts.connect_timeout.max(std::time::Duration::from_secs(30)))
         .user_agent(concat!("syncweave/", env!("CARGO_PKG_VERSION")));
     if !opts.extra_root_certs.is_empty() {
+        // Each entry may be a bundle of several certificates.
         let certs = opts
             .extra_root_certs
             .iter()
-            .map(|pem| reqwest::Certificate::from_pem(pem).map_err(|e| e.to_string()))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|pem| reqwest::Certificate::from_pem_bundle(pem).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>();
         b = b.tls_certs_merge(certs);
     }
     b.build()
@@ -152,6 +156,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             extra_root_certs: vec![server.ca_pem().into_bytes()],
+            ca_file: None,
         })
         .unwrap()
     }
@@ -274,6 +279,7 @@ mod tests {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             extra_root_certs: vec![],
+            ca_file: None,
         })
         .unwrap();
         let r = PluginRef::parse(

@@ -7,16 +7,21 @@
 //! | file | `file:///opt/plugins/x.wasm`, `/opt/plugins/x.wasm` | optional `sha256` |
 //! | https | `https://example.com/x.wasm` | `sha256` (required) |
 //! | ConfigMap | `configmap://plugins/x/x.wasm` (binaryData key, service cluster) | optional `sha256` |
-//! | OCI | `oci://ghcr.io/org/x@sha256:…` (CNCF Wasm artifact) | manifest digest, then layer digest |
+//! | OCI | `oci://ghcr.io/org/x@sha256:…` (Wasm artifact) | manifest digest, then layer digest |
 //!
 //! Remote bytes (https, OCI) are kept in a content-addressed [`cache`], so
 //! a pinned plugin is downloaded once per machine and agent restarts work
-//! offline.
+//! offline. OCI pulls may carry registry [`credentials`] and require a
+//! [`signature`] ([`Access`]; a WasmPlugin's `imagePullSecret` and
+//! `signature`, resolved by [`FetchContext::access_for`]).
 
 pub mod cache;
+pub mod credentials;
+mod distribution;
 mod https;
 mod oci;
 pub mod reference;
+pub mod signature;
 #[cfg(test)]
 pub(crate) mod testserver;
 
@@ -24,12 +29,21 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret as KubeSecret};
 use kube::Api;
 use syncweave_runtime::{Limits, Plugin, PluginFailure, Runtime};
 
 pub use cache::{BlobCache, sha256_digest};
+pub use credentials::{Credentials, DockerConfig};
+pub use oci::{KUBEWARDEN_CONFIG_MEDIA_TYPE, KUBEWARDEN_LAYER_MEDIA_TYPE, PushRequest, Pushed};
 pub use reference::{Location, PluginRef, RefError};
+pub use signature::PublicKeys;
+
+use crate::apis::WasmPluginSpec;
+
+/// Where the agent reads extra CA certificates (PEM) trusted for https and
+/// OCI sources, e.g. a private registry's CA.
+pub const CA_FILE_ENV: &str = "SYNCWEAVE_PLUGIN_CA_FILE";
 
 /// Largest plugin accepted unless configured otherwise: larger than any
 /// component we know of (Python guests are ~18 MB), small enough that a
@@ -47,6 +61,8 @@ pub struct Fetched {
     pub digest: String,
     /// Served from the on-disk cache without touching the network.
     pub cached: bool,
+    /// What verified its signature, when one was required.
+    pub signature: Option<String>,
 }
 
 impl Fetched {
@@ -79,6 +95,7 @@ impl std::fmt::Debug for Fetched {
             .field("len", &self.bytes.len())
             .field("digest", &self.digest)
             .field("cached", &self.cached)
+            .field("signature", &self.signature)
             .finish()
     }
 }
@@ -89,6 +106,7 @@ impl Fetched {
             digest: sha256_digest(&bytes),
             bytes: bytes.into(),
             cached,
+            signature: None,
         }
     }
 }
@@ -115,9 +133,29 @@ pub enum FetchErrorKind {
     Timeout,
     /// Local I/O failed.
     Io,
+    /// The registry credentials named (a WasmPlugin's imagePullSecret) are
+    /// missing or unusable.
+    PullSecret,
+    /// The public keys named (spec.signature) are missing or unusable.
+    PublicKey,
+    /// A signature is required and the artifact has none.
+    SignatureMissing,
+    /// A signature is required and none of the artifact's verifies.
+    SignatureInvalid,
 }
 
 impl FetchErrorKind {
+    /// A failure of trust (a required signature missing or invalid, keys
+    /// that cannot be read), as opposed to one of getting the bytes.
+    pub fn is_trust(self) -> bool {
+        matches!(
+            self,
+            FetchErrorKind::PublicKey
+                | FetchErrorKind::SignatureMissing
+                | FetchErrorKind::SignatureInvalid
+        )
+    }
+
     /// The condition/Event reason for this failure.
     pub fn reason(self) -> &'static str {
         match self {
@@ -125,12 +163,17 @@ impl FetchErrorKind {
             FetchErrorKind::DigestMismatch => "DigestMismatch",
             FetchErrorKind::TooLarge => "TooLarge",
             FetchErrorKind::NotWasmArtifact => "NotWasmArtifact",
+            FetchErrorKind::PullSecret => "PullSecretInvalid",
+            FetchErrorKind::PublicKey => "PublicKeyInvalid",
+            FetchErrorKind::SignatureMissing => "SignatureMissing",
+            FetchErrorKind::SignatureInvalid => "SignatureInvalid",
             _ => "FetchFailed",
         }
     }
 
     /// Whether trying again later may succeed without anyone changing the
-    /// reference: the network, a server, or a ConfigMap yet to be created.
+    /// reference: the network, a server, a ConfigMap or Secret yet to be
+    /// created or fixed, a signature yet to be pushed.
     pub fn is_transient(self) -> bool {
         matches!(
             self,
@@ -139,6 +182,10 @@ impl FetchErrorKind {
                 | FetchErrorKind::NotFound
                 | FetchErrorKind::Denied
                 | FetchErrorKind::Io
+                | FetchErrorKind::PullSecret
+                | FetchErrorKind::PublicKey
+                | FetchErrorKind::SignatureMissing
+                | FetchErrorKind::SignatureInvalid
         )
     }
 }
@@ -178,6 +225,9 @@ pub struct FetchOptions {
     /// Extra PEM-encoded CA certificates trusted for https and OCI, on top
     /// of the system's (private registries, internal servers).
     pub extra_root_certs: Vec<Vec<u8>>,
+    /// A PEM bundle file whose certificates are added to those, read when
+    /// the context is made (`$SYNCWEAVE_PLUGIN_CA_FILE` by default).
+    pub ca_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for FetchOptions {
@@ -189,13 +239,15 @@ impl std::fmt::Debug for FetchOptions {
             .field("max_bytes", &self.max_bytes)
             .field("timeout", &self.timeout)
             .field("extra_root_certs", &self.extra_root_certs.len())
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
 
 impl FetchOptions {
-    /// Defaults for `runtime`: its built-in directories, and a `sources/`
-    /// cache beside its compiled-component cache.
+    /// Defaults for `runtime`: its built-in directories, a `sources/`
+    /// cache beside its compiled-component cache, and the CA bundle named
+    /// by `$SYNCWEAVE_PLUGIN_CA_FILE`.
     pub fn for_runtime(runtime: &Runtime, service: Option<kube::Client>) -> FetchOptions {
         FetchOptions {
             service,
@@ -209,6 +261,9 @@ impl FetchOptions {
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             extra_root_certs: Vec::new(),
+            ca_file: std::env::var_os(CA_FILE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         }
     }
 }
@@ -226,8 +281,8 @@ pub struct FetchContext {
 pub(crate) struct Inner {
     pub opts: FetchOptions,
     pub cache: Option<BlobCache>,
+    /// https:// sources and registries alike.
     pub http: reqwest::Client,
-    pub oci: oci_client::Client,
 }
 
 impl std::fmt::Debug for FetchContext {
@@ -249,20 +304,39 @@ fn ensure_crypto_provider() {
 }
 
 impl FetchContext {
-    pub fn new(opts: FetchOptions) -> Result<FetchContext, SetupError> {
+    pub fn new(mut opts: FetchOptions) -> Result<FetchContext, SetupError> {
         ensure_crypto_provider();
+        if let Some(path) = &opts.ca_file {
+            let pem = std::fs::read(path).map_err(|e| {
+                SetupError(format!(
+                    "cannot read the CA bundle {} (${CA_FILE_ENV}): {e}",
+                    path.display()
+                ))
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                SetupError(format!(
+                    "{} (${CA_FILE_ENV}) is not a PEM certificate bundle: {e}",
+                    path.display()
+                ))
+            })?;
+            if certs.is_empty() {
+                return Err(SetupError(format!(
+                    "{} (${CA_FILE_ENV}) holds no PEM certificate",
+                    path.display()
+                )));
+            }
+            opts.extra_root_certs.push(pem);
+        }
         for (i, pem) in opts.extra_root_certs.iter().enumerate() {
-            reqwest::Certificate::from_pem(pem)
+            reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|e| SetupError(format!("extra root certificate {i} is not PEM: {e}")))?;
         }
         let http = https::client(&opts).map_err(SetupError)?;
-        let oci = oci::client(&opts).map_err(SetupError)?;
         Ok(FetchContext {
             inner: Arc::new(Inner {
                 cache: opts.cache_dir.as_ref().map(BlobCache::new),
                 opts,
                 http,
-                oci,
             }),
         })
     }
@@ -275,16 +349,345 @@ impl FetchContext {
         self.inner.cache.as_ref()
     }
 
-    /// Fetch `r`; see [`fetch`].
+    /// Fetch `r` anonymously, without signature checks; see [`fetch`].
     pub async fn fetch(&self, r: &PluginRef) -> Result<Fetched, FetchError> {
-        fetch(r, self).await
+        fetch(r, self, &Access::anonymous()).await
+    }
+
+    /// Fetch `r` with `access` (credentials, required signature).
+    pub async fn fetch_with(&self, r: &PluginRef, access: &Access) -> Result<Fetched, FetchError> {
+        fetch(r, self, access).await
+    }
+
+    /// Fetch WasmPlugin `spec`'s source `r` as its spec says: with the
+    /// credentials of its imagePullSecret, verifying its signature.
+    pub async fn fetch_for(
+        &self,
+        r: &PluginRef,
+        spec: &WasmPluginSpec,
+    ) -> Result<Fetched, FetchError> {
+        let access = self.access_for(r, spec).await?;
+        self.fetch_with(r, &access).await
+    }
+
+    /// Push a Wasm artifact (and sign it); see [`PushRequest`].
+    pub async fn push(
+        &self,
+        req: PushRequest<'_>,
+        progress: &dyn Fn(String),
+    ) -> Result<Pushed, String> {
+        let work = oci::push(&self.inner.http, req, progress);
+        // Uploads take longer than fetches: a 50 MiB component on a slow
+        // link; the per-read timeout still catches a stalled registry.
+        tokio::time::timeout(self.inner.opts.timeout * 5, work)
+            .await
+            .map_err(|_| {
+                format!(
+                    "the push did not finish within {:?}",
+                    self.inner.opts.timeout * 5
+                )
+            })?
+    }
+
+    /// Check the signature of oci:// reference `r` with `access.keys`
+    /// without fetching the component; returns what verified it.
+    pub async fn verify(&self, r: &PluginRef, access: &Access) -> Result<String, FetchError> {
+        oci::verify(&self.inner.http, r, access).await
+    }
+
+    /// What WasmPlugin `spec` asks of fetching its source `r`: the
+    /// credentials of `spec.imagePullSecret` for `r`'s registry and the keys
+    /// of `spec.signature`, read from the service cluster. Errors name the
+    /// field and say how to fix it.
+    pub async fn access_for(
+        &self,
+        r: &PluginRef,
+        spec: &WasmPluginSpec,
+    ) -> Result<Access, FetchError> {
+        let registry = match &r.location {
+            Location::Oci { reference, .. } => Some(
+                oci::parse_reference(reference)
+                    .map_err(|m| FetchError::new(r, FetchErrorKind::InvalidSource, m))?
+                    .registry,
+            ),
+            _ => None,
+        };
+        let invalid = |m: String| FetchError::new(r, FetchErrorKind::InvalidSource, m);
+        let Some(registry) = registry else {
+            if spec.image_pull_secret.is_some() {
+                return Err(invalid(format!(
+                    "spec.imagePullSecret: applies to oci:// sources only, and this source is                      {}; remove imagePullSecret",
+                    r.kind()
+                )));
+            }
+            if spec.signature.is_some() {
+                return Err(invalid(format!(
+                    "spec.signature: signatures are verified for oci:// sources only (they are                      kept in the registry beside the artifact), and this source is {}; publish                      the plugin with `syncweave plugin push --sign` and reference it by                      oci://…@sha256:…, or remove signature",
+                    r.kind()
+                )));
+            }
+            return Ok(Access::anonymous());
+        };
+        let mut access = Access {
+            anonymous_hint: format!(
+                "set spec.imagePullSecret to a kubernetes.io/dockerconfigjson Secret with                  credentials for {registry} (`kubectl create secret docker-registry`)"
+            ),
+            ..Default::default()
+        };
+        if let Some(s) = &spec.image_pull_secret {
+            access.credentials = Some(self.pull_secret(r, &registry, s).await?);
+        }
+        if let Some(sig) = &spec.signature {
+            access.keys = Some(self.public_keys(r, sig).await?);
+        }
+        Ok(access)
+    }
+
+    fn service(&self, r: &PluginRef, field: &str) -> Result<&kube::Client, FetchError> {
+        self.inner.opts.service.as_ref().ok_or_else(|| {
+            FetchError::new(
+                r,
+                FetchErrorKind::InvalidSource,
+                format!(
+                    "{field} is read from the service cluster, and this agent has no                      service-cluster client"
+                ),
+            )
+        })
+    }
+
+    async fn pull_secret(
+        &self,
+        r: &PluginRef,
+        registry: &str,
+        s: &crate::apis::SecretReference,
+    ) -> Result<Credentials, FetchError> {
+        const FIELD: &str = "spec.imagePullSecret";
+        let fail =
+            |m: String| FetchError::new(r, FetchErrorKind::PullSecret, format!("{FIELD}: {m}"));
+        let (ns, name) = (s.namespace.as_str(), s.name.as_str());
+        if ns.is_empty() || name.is_empty() {
+            return Err(FetchError::new(
+                r,
+                FetchErrorKind::InvalidSource,
+                format!("{FIELD}: set both namespace and name of the Secret"),
+            ));
+        }
+        let create = format!(
+            "kubectl create secret docker-registry {name} -n {ns} --docker-server={registry}              --docker-username=… --docker-password=…"
+        );
+        let client = self.service(r, FIELD)?;
+        let secret = match Api::<KubeSecret>::namespaced(client.clone(), ns)
+            .get_opt(name)
+            .await
+        {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                return Err(fail(format!(
+                    "Secret {ns}/{name} does not exist on the service cluster; create it:                      `{create}`"
+                )));
+            }
+            Err(kube::Error::Api(e)) if e.code == 401 || e.code == 403 => {
+                return Err(fail(format!(
+                    "reading Secret {ns}/{name} was refused ({}); grant the agent's service                      account `get` on secrets in namespace {ns} (chart value                      rbac.pluginSecretNamespaces)",
+                    e.message
+                )));
+            }
+            Err(e) => {
+                return Err(FetchError::new(
+                    r,
+                    FetchErrorKind::Network,
+                    format!("{FIELD}: reading Secret {ns}/{name}: {e}"),
+                ));
+            }
+        };
+        let type_ = secret.type_.as_deref().unwrap_or("Opaque");
+        let data = secret.data.unwrap_or_default();
+        let origin = format!("Secret {ns}/{name} ({FIELD})");
+        let (key, legacy) = match type_ {
+            "kubernetes.io/dockerconfigjson" => (".dockerconfigjson", false),
+            "kubernetes.io/dockercfg" => (".dockercfg", true),
+            other => {
+                return Err(fail(format!(
+                    "Secret {ns}/{name} is of type {other}, not kubernetes.io/dockerconfigjson;                      recreate it with `{create}` (or `--from-file=.dockerconfigjson=config.json                      --type=kubernetes.io/dockerconfigjson`)"
+                )));
+            }
+        };
+        let Some(bytes) = data.get(key) else {
+            return Err(fail(format!(
+                "Secret {ns}/{name} has no {key} key; recreate it with `{create}`"
+            )));
+        };
+        let config = DockerConfig::parse(&bytes.0, &origin, legacy).map_err(fail)?;
+        match config.credentials_for(registry).map_err(fail)? {
+            Some(c) => Ok(c),
+            None => {
+                let have = config.registries();
+                Err(fail(format!(
+                    "Secret {ns}/{name} has no credentials for registry {registry} (it has                      entries for: {}); add them: `{create}`",
+                    if have.is_empty() {
+                        "none".to_string()
+                    } else {
+                        have.join(", ")
+                    }
+                )))
+            }
+        }
+    }
+
+    async fn public_keys(
+        &self,
+        r: &PluginRef,
+        sig: &crate::apis::SignatureVerification,
+    ) -> Result<PublicKeys, FetchError> {
+        let invalid = |m: &str| {
+            FetchError::new(
+                r,
+                FetchErrorKind::InvalidSource,
+                format!("spec.signature: {m}"),
+            )
+        };
+        let key_err = |m: String| FetchError::new(r, FetchErrorKind::PublicKey, m);
+        let from = sig.public_key_from.as_ref();
+        match (&sig.public_key, from) {
+            (Some(_), Some(_)) => {
+                return Err(invalid("sets both publicKey and publicKeyFrom; keep one"));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "names no key; set publicKey (PEM) or publicKeyFrom (a Secret or ConfigMap                      key holding it)",
+                ));
+            }
+            (Some(pem), None) => {
+                return PublicKeys::parse(pem, "spec.signature.publicKey")
+                    .map_err(|m| FetchError::new(r, FetchErrorKind::InvalidSource, m));
+            }
+            (None, Some(_)) => {}
+        }
+        let from = from.expect("matched above");
+        let (kind, field, k) = match (&from.secret_key_ref, &from.config_map_key_ref) {
+            (Some(k), None) => ("Secret", "spec.signature.publicKeyFrom.secretKeyRef", k),
+            (None, Some(k)) => (
+                "ConfigMap",
+                "spec.signature.publicKeyFrom.configMapKeyRef",
+                k,
+            ),
+            _ => {
+                return Err(invalid(
+                    "publicKeyFrom must set exactly one of secretKeyRef and configMapKeyRef",
+                ));
+            }
+        };
+        let (ns, name, key) = (k.namespace.as_str(), k.name.as_str(), k.key.as_str());
+        if ns.is_empty() || name.is_empty() || key.is_empty() {
+            return Err(invalid(&format!("{field}: set namespace, name and key")));
+        }
+        let client = self.service(r, field)?;
+        let origin = format!("{kind} {ns}/{name} key {key} ({field})");
+        let refused = |code: u16, m: &str| {
+            key_err(format!(
+                "{field}: reading {kind} {ns}/{name} was refused ({code} {m}); grant the agent's                  service account `get` on {}s in namespace {ns}",
+                kind.to_ascii_lowercase()
+            ))
+        };
+        let text = if kind == "Secret" {
+            match Api::<KubeSecret>::namespaced(client.clone(), ns)
+                .get_opt(name)
+                .await
+            {
+                Ok(Some(s)) => s
+                    .data
+                    .unwrap_or_default()
+                    .get(key)
+                    .map(|b| String::from_utf8_lossy(&b.0).into_owned()),
+                Ok(None) => None,
+                Err(kube::Error::Api(e)) if e.code == 401 || e.code == 403 => {
+                    return Err(refused(e.code, &e.message));
+                }
+                Err(e) => {
+                    return Err(FetchError::new(
+                        r,
+                        FetchErrorKind::Network,
+                        format!("{field}: reading {kind} {ns}/{name}: {e}"),
+                    ));
+                }
+            }
+        } else {
+            match Api::<ConfigMap>::namespaced(client.clone(), ns)
+                .get_opt(name)
+                .await
+            {
+                Ok(Some(c)) => c.data.unwrap_or_default().get(key).cloned(),
+                Ok(None) => None,
+                Err(kube::Error::Api(e)) if e.code == 401 || e.code == 403 => {
+                    return Err(refused(e.code, &e.message));
+                }
+                Err(e) => {
+                    return Err(FetchError::new(
+                        r,
+                        FetchErrorKind::Network,
+                        format!("{field}: reading {kind} {ns}/{name}: {e}"),
+                    ));
+                }
+            }
+        };
+        let Some(text) = text else {
+            return Err(key_err(format!(
+                "{field}: {kind} {ns}/{name} with key {key} does not exist on the service                  cluster; create it: `kubectl create {} {name} -n {ns} --from-file={key}=cosign.pub`",
+                if kind == "Secret" {
+                    "secret generic"
+                } else {
+                    "configmap"
+                }
+            )));
+        };
+        PublicKeys::parse(&text, &origin).map_err(key_err)
     }
 }
 
-/// Fetch the bytes `r` names, verified against every pin it carries,
-/// within the size limit and the time budget.
-pub async fn fetch(r: &PluginRef, ctx: &FetchContext) -> Result<Fetched, FetchError> {
+/// Credentials and signature requirements of one fetch: a WasmPlugin's
+/// imagePullSecret and signature ([`FetchContext::access_for`]), or the
+/// CLI's docker config and keys. Only oci:// sources use them.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    pub credentials: Option<Credentials>,
+    /// When set, the artifact must carry a signature by one of these keys.
+    pub keys: Option<PublicKeys>,
+    /// What to do when the registry wants credentials and none were given.
+    pub anonymous_hint: String,
+}
+
+impl Access {
+    /// No credentials, no signature: inline `wasm: {source: …}` uses.
+    pub fn anonymous() -> Access {
+        Access {
+            anonymous_hint: "inline sources are pulled anonymously; create a WasmPlugin for                              this source with spec.imagePullSecret and use it by name"
+                .to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Fetch the bytes `r` names, verified against every pin it carries (and,
+/// for oci://, the signature `access` requires), within the size limit and
+/// the time budget.
+pub async fn fetch(
+    r: &PluginRef,
+    ctx: &FetchContext,
+    access: &Access,
+) -> Result<Fetched, FetchError> {
     let inner = &*ctx.inner;
+    if !matches!(r.location, Location::Oci { .. })
+        && (access.credentials.is_some() || access.keys.is_some())
+    {
+        return Err(FetchError::new(
+            r,
+            FetchErrorKind::InvalidSource,
+            format!(
+                "registry credentials and signatures apply to oci:// sources only, and this                  source is {}",
+                r.kind()
+            ),
+        ));
+    }
     let work = async {
         match &r.location {
             Location::Builtin { name } => fetch_builtin(inner, r, name).await,
@@ -298,7 +701,7 @@ pub async fn fetch(r: &PluginRef, ctx: &FetchContext) -> Result<Fetched, FetchEr
             Location::Oci {
                 reference,
                 manifest_digest,
-            } => oci::fetch(inner, r, reference, manifest_digest).await,
+            } => oci::fetch(inner, r, reference, manifest_digest, access).await,
         }
     };
     let fetched = tokio::time::timeout(inner.opts.timeout, work)
@@ -362,6 +765,7 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
             bytes: b.wasm.into(),
             digest: b.digest.to_string(),
             cached: true,
+            signature: None,
         });
     }
     let mut available = syncweave_runtime::fsutil::wasm_names_in(dirs);
@@ -561,6 +965,7 @@ pub(crate) mod tests {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
             extra_root_certs: Vec::new(),
+            ca_file: None,
         }
     }
 
