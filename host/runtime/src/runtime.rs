@@ -70,6 +70,12 @@ pub struct RuntimeConfig {
     /// stay resident between calls, instead of being returned to the kernel
     /// (which costs page faults on the next call and TLB shootdowns now).
     pub keep_resident_bytes: usize,
+    /// Read plugins' DWARF debug info, when they carry it, so that trap
+    /// backtraces name source files and lines (`plugin replay`). Off in the
+    /// agent: it costs memory and compile time, and the precompiled
+    /// built-ins are built without it. Function names (from the component's
+    /// name section) are in backtraces either way.
+    pub backtrace_details: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -84,6 +90,7 @@ impl Default for RuntimeConfig {
             max_memory_bytes: engine.max_memory_bytes,
             epoch_tick: Duration::from_millis(5),
             keep_resident_bytes: engine.keep_resident_bytes,
+            backtrace_details: engine.backtrace_details,
         }
     }
 }
@@ -96,6 +103,7 @@ impl RuntimeConfig {
             max_instances: self.max_instances,
             max_memory_bytes: self.max_memory_bytes,
             keep_resident_bytes: self.keep_resident_bytes,
+            backtrace_details: self.backtrace_details,
         }
     }
 }
