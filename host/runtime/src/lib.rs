@@ -10,6 +10,7 @@
 pub mod bindings;
 pub use syncweave_builtins as builtins;
 pub use syncweave_wasm_build as build;
+mod failed_call;
 mod failure;
 pub mod fsutil;
 mod host;
@@ -23,6 +24,7 @@ mod stdio;
 pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
+pub use failed_call::{CallArgs, FailedCall, FailureHook, Residency};
 pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
 pub use json::object_json;
 pub use plugin::{
