@@ -47,6 +47,9 @@ pub struct Fetched {
     pub digest: String,
     /// Served from the on-disk cache without touching the network.
     pub cached: bool,
+    /// The reference these bytes were fetched for, as written; recorded on
+    /// the loaded plugin so a failed call can be fetched again to replay it.
+    pub source: String,
 }
 
 impl Fetched {
@@ -65,11 +68,15 @@ impl Fetched {
             self.bytes.clone(),
             self.digest.clone(),
         );
-        tokio::task::spawn_blocking(move || {
+        let plugin = tokio::task::spawn_blocking(move || {
             runtime.load_with_digest(&name, &digest, &bytes, limits)
         })
         .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        if !self.source.is_empty() {
+            plugin.set_source(&self.source);
+        }
+        Ok(plugin)
     }
 }
 
@@ -89,6 +96,7 @@ impl Fetched {
             digest: sha256_digest(&bytes),
             bytes: bytes.into(),
             cached,
+            source: String::new(),
         }
     }
 }
@@ -315,6 +323,10 @@ pub async fn fetch(r: &PluginRef, ctx: &FetchContext) -> Result<Fetched, FetchEr
             )
         })??;
     verify_pin(r, &fetched)?;
+    let fetched = Fetched {
+        source: r.source.clone(),
+        ..fetched
+    };
     tracing::debug!(source = %r, digest = %fetched.digest, bytes = fetched.bytes.len(), cached = fetched.cached, "fetched plugin");
     Ok(fetched)
 }
@@ -362,6 +374,7 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
             bytes: b.wasm.into(),
             digest: b.digest.to_string(),
             cached: true,
+            source: String::new(),
         });
     }
     let mut available = syncweave_runtime::fsutil::wasm_names_in(dirs);
