@@ -1,6 +1,7 @@
 //! `syncweave plugin …`: build, inspect, test and benchmark Wasm plugins
 //! locally.
 mod bench;
+mod replay;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -50,6 +51,10 @@ pub enum PluginCommand {
     /// Measure a plugin beside the built-in of the same kind: compile and
     /// cached-load time, calls/s, p50/p99 per call, peak guest memory.
     Bench(bench::BenchArgs),
+    /// Rerun a plugin call that failed in the cluster, from a capture of the
+    /// agent's debug endpoint (a URL or a file), under the same limits:
+    /// prints the output, or the failure with a Wasm backtrace.
+    Replay(replay::ReplayArgs),
 }
 
 /// How `plugin inspect|test` fetch a reference (the agent's own fetcher and
@@ -153,6 +158,7 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
         }
         // No guest log lines: they would drown the figures.
         PluginCommand::Bench(args) => bench::run(args).await,
+        PluginCommand::Replay(args) => replay::run(args).await,
         PluginCommand::Test(args) => {
             init_logging();
             let (_rt, plugin) = load(&args.reference, &args.source, &args.limits).await?;
