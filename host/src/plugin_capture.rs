@@ -717,7 +717,8 @@ impl Redactions {
     fn scrub_value(&mut self, v: &mut Value, path: &str) {
         match v {
             Value::String(s) => {
-                if self.scrub(s) {
+                let scrubbed = self.scrub(s);
+                if scrubbed {
                     self.paths.push(path.to_string());
                 }
             }
