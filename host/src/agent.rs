@@ -77,6 +77,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
     crate::metrics::instrument(&runtime);
+    servers.debug(opts.common.debug_address.0, &runtime).await?;
     // WasmPlugins are reconciled by the leader only (it writes their status).
     let registry = crate::plugin_controller::WasmPluginRegistry::new();
     let fetch = crate::plugin_fetch::FetchContext::new(
@@ -232,6 +233,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
     crate::metrics::instrument(&runtime);
+    servers.debug(opts.common.debug_address.0, &runtime).await?;
     // configmap:// renderer sources are read from the config workspace.
     let fetch = crate::plugin_fetch::FetchContext::new(
         crate::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(config_client.clone())),

@@ -62,6 +62,13 @@ pub struct CommonArgs {
     #[arg(long, value_name = "ADDR", default_value = "", value_parser = parse_address)]
     pub health_address: Address,
 
+    /// (syncweave) Keep the inputs of failing plugin calls and serve them
+    /// for `syncweave plugin replay` on this address (/debug/captures).
+    /// Loopback only, e.g. 127.0.0.1:8086; reach it with `kubectl
+    /// port-forward`. Off by default (empty or "0").
+    #[arg(long, value_name = "ADDR", default_value = "", value_parser = parse_debug_address)]
+    pub debug_address: Address,
+
     /// Enable debug logging.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true", value_parser = parse_go_bool)]
@@ -249,6 +256,29 @@ fn parse_address(s: &str) -> Result<Address, String> {
         })
 }
 
+/// A loopback address, or none: what the debug endpoint serves (objects
+/// from consumers' workspaces, plugin config) must not be reachable from the
+/// network, only through `kubectl port-forward` or on the machine itself.
+fn parse_debug_address(s: &str) -> Result<Address, String> {
+    let t = s.trim();
+    let local = t
+        .strip_prefix("localhost:")
+        .map(|port| format!("127.0.0.1:{port}"));
+    let a = parse_address(local.as_deref().unwrap_or(t)).map_err(|_| {
+        format!("{s:?} is not a host:port address (use e.g. 127.0.0.1:8086, or 0 to disable)")
+    })?;
+    match a.0 {
+        Some(addr) if !addr.ip().is_loopback() => Err(format!(
+            "{s:?} is not a loopback address: the debug endpoint serves the inputs of failed \
+             plugin calls (objects from consumers' workspaces), so it listens on loopback only; \
+             use 127.0.0.1:{port} (or [::1]:{port}) and reach it from outside the pod with \
+             `kubectl port-forward <pod> {port}`",
+            port = addr.port()
+        )),
+        _ => Ok(a),
+    }
+}
+
 /// Go's strconv.ParseBool, so `--x=True`, `--x=1` etc. work as with pflag.
 fn parse_go_bool(s: &str) -> Result<bool, String> {
     match s {
@@ -428,6 +458,7 @@ mod tests {
             Address(Some("127.0.0.1:8085".parse().unwrap()))
         );
         assert_eq!(a.common.health_address, Address(None));
+        assert_eq!(a.common.debug_address, Address(None), "off by default");
         assert_eq!(a.common.log_format, LogFormat::Json);
         assert!(!a.common.log_debug);
     }
@@ -471,6 +502,36 @@ mod tests {
             a.common.health_address,
             Address(Some("0.0.0.0:8081".parse().unwrap()))
         );
+    }
+
+    #[test]
+    fn debug_address_is_loopback_only() {
+        for (flag, want) in [
+            ("127.0.0.1:8086", "127.0.0.1:8086"),
+            ("localhost:8086", "127.0.0.1:8086"),
+            ("[::1]:8086", "[::1]:8086"),
+        ] {
+            assert_eq!(
+                sync(&["--debug-address", flag]).common.debug_address,
+                Address(Some(want.parse().unwrap())),
+                "{flag}"
+            );
+        }
+        assert_eq!(
+            sync(&["--debug-address=0"]).common.debug_address,
+            Address(None)
+        );
+        for bad in ["0.0.0.0:8086", ":8086", "10.0.0.5:8086", "[::]:8086"] {
+            let e = parse(&["sync", "--debug-address", bad])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("not a loopback address"), "{bad}: {e}");
+            assert!(e.contains("kubectl port-forward"), "{bad}: {e}");
+        }
+        let e = parse(&["init", "--debug-address=example.com:1"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a host:port address"), "{e}");
     }
 
     #[test]

@@ -39,8 +39,10 @@ pub mod apis;
 pub mod kcp;
 
 // Plugins: fetching their bytes, the WasmPlugin controller, the chain a
-// PublishedResource runs. The Wasm runtime itself is the
-// `syncweave-runtime` crate; the embedded built-ins are `syncweave-builtins`.
+// PublishedResource runs, the inputs of failed calls kept for replay. The
+// Wasm runtime itself is the `syncweave-runtime` crate; the embedded
+// built-ins are `syncweave-builtins`.
+pub mod plugin_capture;
 pub mod plugin_controller;
 pub mod plugin_fetch;
 

@@ -1,6 +1,6 @@
-//! The metrics (`--metrics-address`) and health (`--health-address`)
-//! endpoints. Both are tiny plain-text HTTP/1.1 servers: a full web framework
-//! would be a large dependency for three read-only paths.
+//! The metrics (`--metrics-address`), health (`--health-address`) and
+//! debug (`--debug-address`) endpoints. All are tiny HTTP/1.1 servers: a
+//! full web framework would be a large dependency for a few read-only paths.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::health::Health;
+use crate::plugin_capture::{CaptureLimits, CaptureStore};
 
 fn render_metrics() -> String {
     let stats = crate::metrics::RUNTIME_STATS.get().map(|f| f());
@@ -57,6 +58,155 @@ pub async fn start(
     Ok(Servers { cancel: own })
 }
 
+impl Servers {
+    /// With `--debug-address`: keep the inputs of `runtime`'s failing
+    /// plugin calls ([`CaptureStore`]) and serve them on that (loopback)
+    /// address until the servers stop. Without it nothing is captured.
+    pub async fn debug(
+        &self,
+        address: Option<SocketAddr>,
+        runtime: &syncweave_runtime::Runtime,
+    ) -> anyhow::Result<()> {
+        let Some(addr) = address else {
+            return Ok(());
+        };
+        // The flag's parser refuses other addresses; a caller that skipped
+        // it must not expose consumers' objects either.
+        anyhow::ensure!(
+            addr.ip().is_loopback(),
+            "--debug-address {addr}: the debug endpoint listens on loopback addresses only"
+        );
+        let l = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--debug-address {addr}: cannot listen"))?;
+        let store = CaptureStore::new(CaptureLimits::default());
+        store.attach(runtime);
+        let limits = store.limits();
+        info!(
+            %addr,
+            per_digest = limits.per_digest,
+            max_capture_bytes = limits.max_capture_bytes,
+            max_total_bytes = limits.max_total_bytes,
+            "capturing failed plugin calls; serving them on /debug/captures"
+        );
+        // Ends with the other servers.
+        tokio::spawn(serve_debug(l, store, self.cancel.clone()));
+        Ok(())
+    }
+}
+
+/// What the debug endpoint answers: its paths, for `GET /`.
+const DEBUG_INDEX: &str = "syncweave debug endpoint\n\n\
+GET /debug/captures        failed plugin calls kept for replay (JSON list, newest first)\n\
+GET /debug/captures/<id>   one capture (JSON): `syncweave plugin replay <this URL>`\n";
+
+async fn serve_debug(listener: TcpListener, store: Arc<CaptureStore>, cancel: CancellationToken) {
+    loop {
+        let (mut sock, _) = tokio::select! {
+            r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
+            _ = cancel.cancelled() => return,
+        };
+        let store = store.clone();
+        // One short-lived task per connection, as for the other servers.
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            let n =
+                match tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
+                    .await
+                {
+                    Ok(Ok(n)) => n,
+                    _ => return,
+                };
+            let req = String::from_utf8_lossy(&buf[..n]);
+            let (status, kind, body) = debug_response(&req, &store);
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            if sock.write_all(resp.as_bytes()).await.is_ok() {
+                let _ = sock.write_all(body.as_bytes()).await;
+            }
+        });
+    }
+}
+
+const JSON: &str = "application/json";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Status, content type and body for one request to the debug endpoint.
+fn debug_response(req: &str, store: &CaptureStore) -> (&'static str, &'static str, String) {
+    let mut words = req.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or("/"));
+    if method != "GET" {
+        return (
+            "405 Method Not Allowed",
+            TEXT,
+            "the debug endpoint is read-only: use GET\n".into(),
+        );
+    }
+    // A browser on the same machine could be steered here by DNS
+    // rebinding; such a request names a foreign host.
+    let host = req
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case("host").then(|| v.trim())
+        });
+    if let Some(h) = host
+        && !is_loopback_host(h)
+    {
+        return (
+            "403 Forbidden",
+            TEXT,
+            format!("Host {h:?} is not a loopback name; use localhost or 127.0.0.1\n"),
+        );
+    }
+    let path = target
+        .split('?')
+        .next()
+        .unwrap_or("/")
+        .trim_end_matches('/');
+    match path {
+        "" | "/debug" => ("200 OK", TEXT, DEBUG_INDEX.into()),
+        "/debug/captures" => match serde_json::to_string_pretty(&store.list()) {
+            Ok(body) => ("200 OK", JSON, body + "\n"),
+            Err(e) => ("500 Internal Server Error", TEXT, format!("{e}\n")),
+        },
+        p => match p.strip_prefix("/debug/captures/") {
+            Some(id) => match store.get(id) {
+                Some(c) => match serde_json::to_string_pretty(&c) {
+                    Ok(body) => ("200 OK", JSON, body + "\n"),
+                    Err(e) => ("500 Internal Server Error", TEXT, format!("{e}\n")),
+                },
+                None => (
+                    "404 Not Found",
+                    TEXT,
+                    format!(
+                        "no capture {id:?}: it was never taken, or was dropped (a newer one \
+                         took its place, or its plugin digest is no longer in use); see \
+                         /debug/captures\n"
+                    ),
+                ),
+            },
+            None => ("404 Not Found", TEXT, DEBUG_INDEX.into()),
+        },
+    }
+}
+
+/// `localhost`, `127.0.0.1`, `[::1]` and the like, with or without a port.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 async fn serve(listener: TcpListener, health: Arc<Health>, cancel: CancellationToken) {
     loop {
         let (mut sock, _) = tokio::select! {
@@ -92,5 +242,39 @@ async fn serve(listener: TcpListener, health: Arc<Health>, cancel: CancellationT
             );
             let _ = sock.write_all(resp.as_bytes()).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_endpoint_answers_loopback_gets_only() {
+        let store = CaptureStore::new(CaptureLimits::default());
+        let get = |path: &str, host: &str| {
+            debug_response(
+                &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+                &store,
+            )
+        };
+        let (status, kind, body) = get("/debug/captures", "localhost:8086");
+        assert_eq!((status, kind), ("200 OK", JSON));
+        let list: crate::plugin_capture::CaptureList = serde_json::from_str(&body).unwrap();
+        assert!(list.captures.is_empty());
+        assert_eq!(list.per_digest, 16);
+        assert_eq!(get("/debug/captures/", "127.0.0.1:8086").0, "200 OK");
+        assert_eq!(get("/", "[::1]:8086").0, "200 OK");
+        let (status, _, body) = get("/debug/captures/7", "localhost");
+        assert_eq!(status, "404 Not Found");
+        assert!(body.contains("no capture \"7\""), "{body}");
+        assert_eq!(
+            get("/debug/captures", "evil.example:8086").0,
+            "403 Forbidden"
+        );
+        let (status, _, _) = debug_response("POST /debug/captures HTTP/1.1\r\n\r\n", &store);
+        assert_eq!(status, "405 Method Not Allowed");
+        assert!(is_loopback_host("127.0.0.2"));
+        assert!(!is_loopback_host("10.0.0.1:80"));
     }
 }

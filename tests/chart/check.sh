@@ -169,7 +169,14 @@ refuse "sync: no wildcard RBAC by default" "$rbac" '"*"'
 expect "sync: RBAC bound to the ServiceAccount" "$(doc upstream ClusterRoleBinding; doc upstream RoleBinding)" \
   "name: syncweave" "namespace: syncweave"
 
+refuse "sync: no debug endpoint by default (debugPort 0)" "$a" "--debug-address"
+
 # --- variations --------------------------------------------------------------------
+render debug "${upstream[@]}" --set debugPort=8086 &&
+  expect "sync: debugPort -> --debug-address on loopback only" "$(args debug)" \
+    "--debug-address=127.0.0.1:8086" ||
+  not_ok "sync: debugPort -> --debug-address on loopback only" "$(cat "$work/debug.err")"
+
 render e2e "${upstream[@]}" --values "$here/e2e-values.yaml" &&
   expect "sync: rbac.publishedResources grants the published objects" "$(doc e2e ClusterRole)" \
     'apiGroups: ["example.com"]' 'resources: ["crontabs"]' \

@@ -21,6 +21,7 @@ mod plugins;
 mod publish;
 mod related;
 mod rollout;
+mod replay;
 mod shards;
 mod steady;
 mod sync;

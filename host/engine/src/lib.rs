@@ -9,7 +9,9 @@
 use std::hash::{Hash, Hasher};
 
 pub use wasmtime;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, WasmBacktraceDetails,
+};
 
 /// The engine settings a runtime chooses; everything else is fixed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +23,11 @@ pub struct EngineParams {
     /// Dirty linear-memory bytes per pool slot that are reset by copying and
     /// stay resident between calls, instead of being returned to the kernel.
     pub keep_resident_bytes: usize,
+    /// Read the DWARF of components that carry it, so trap backtraces name
+    /// source files and lines (function names come from the name section
+    /// either way). Costs memory and compile time: for `plugin replay`, not
+    /// for the agent.
+    pub backtrace_details: bool,
 }
 
 impl Default for EngineParams {
@@ -31,6 +38,7 @@ impl Default for EngineParams {
             // Rust guests dirty a few hundred KB per call: all of it stays
             // resident and is reset by memset, with no page faults later.
             keep_resident_bytes: 4 << 20,
+            backtrace_details: false,
         }
     }
 }
@@ -81,6 +89,16 @@ pub fn config(params: &EngineParams, kind: EngineKind) -> Config {
     let mut c = Config::new();
     c.wasm_component_model(true);
     c.epoch_interruption(true);
+    // Stated, not left to WASMTIME_BACKTRACE_DETAILS: the setting is part of
+    // the compatibility hash, and an environment variable must not make the
+    // precompiled built-ins or the compiled cache unusable. (Backtraces
+    // themselves are on by default; function names come from the name
+    // section.)
+    c.wasm_backtrace_details(if params.backtrace_details {
+        WasmBacktraceDetails::Enable
+    } else {
+        WasmBacktraceDetails::Disable
+    });
     let n = params.max_instances.max(1);
     let mut pool = PoolingAllocationConfig::default();
     // Python and JS components hold a dozen or so core instances and a few

@@ -64,6 +64,25 @@ impl FailureKind {
     pub fn is_transient(self) -> bool {
         matches!(self, FailureKind::Timeout)
     }
+
+    /// Every kind, for parsing [`FailureKind::as_str`] back.
+    pub const ALL: [FailureKind; 10] = [
+        FailureKind::Timeout,
+        FailureKind::MemoryLimit,
+        FailureKind::PluginError(PluginErrorKind::InvalidConfig),
+        FailureKind::PluginError(PluginErrorKind::InvalidInput),
+        FailureKind::PluginError(PluginErrorKind::Rejected),
+        FailureKind::PluginError(PluginErrorKind::Internal),
+        FailureKind::Crash,
+        FailureKind::BadOutput,
+        FailureKind::Load,
+        FailureKind::WrongWorld,
+    ];
+
+    /// The kind whose [`FailureKind::as_str`] is `s`.
+    pub fn parse(s: &str) -> Option<FailureKind> {
+        FailureKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
 }
 
 /// A failed plugin load or call: `plugin "naming" (sha256:ab12…): timeout: call exceeded 100ms`.
@@ -74,6 +93,13 @@ pub struct PluginFailure {
     pub digest: String,
     pub kind: FailureKind,
     pub message: String,
+    /// Where in the guest it happened, when the failure was a trap (a
+    /// crash, a timeout, the memory limit): wasmtime's backtrace, with
+    /// function names from the component's name section (and source lines
+    /// when the runtime reads DWARF: [`crate::RuntimeConfig::backtrace_details`]).
+    /// A crash's message carries it too; a timeout's does not, to keep
+    /// Events short.
+    pub backtrace: Option<String>,
 }
 
 impl PluginFailure {
@@ -88,7 +114,29 @@ impl PluginFailure {
             digest: digest.into(),
             kind,
             message: message.into(),
+            backtrace: None,
         }
+    }
+
+    /// The first line of the message: what a capture and its replay compare
+    /// (a crash's backtrace below it may gain source lines in a replay).
+    pub fn headline(&self) -> &str {
+        self.message.lines().next().unwrap_or_default()
+    }
+
+    /// Whether this failure came from running the guest on an input (a
+    /// trap, a timeout, the memory limit, the guest's own error, an output
+    /// the host refused), as opposed to loading or wiring it up: the
+    /// failures worth keeping the input of, to replay.
+    pub fn is_call_failure(&self) -> bool {
+        matches!(
+            self.kind,
+            FailureKind::Timeout
+                | FailureKind::MemoryLimit
+                | FailureKind::PluginError(_)
+                | FailureKind::Crash
+                | FailureKind::BadOutput
+        )
     }
 }
 
@@ -133,6 +181,14 @@ mod tests {
             "field y",
         );
         assert_eq!(f.to_string(), "plugin \"x\": invalid config: field y");
+    }
+
+    #[test]
+    fn kinds_parse_back_from_their_names() {
+        for k in FailureKind::ALL {
+            assert_eq!(FailureKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(FailureKind::parse("nope"), None);
     }
 
     #[test]

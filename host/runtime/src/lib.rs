@@ -11,6 +11,7 @@ pub mod bindings;
 pub use syncweave_builtins as builtins;
 pub use syncweave_wasm_build as build;
 mod examples;
+mod failed_call;
 mod failure;
 pub mod fsutil;
 mod host;
@@ -27,6 +28,7 @@ pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate
 pub use examples::{
     Difference, ExampleFailure, ExampleOutcome, ExampleVerdict, example_context, json_difference,
 };
+pub use failed_call::{CallArgs, FailedCall, FailureHook, Residency};
 pub use failure::{FailureKind, PluginErrorKind, PluginFailure};
 pub use json::object_json;
 pub use plugin::{CallContext, Direction, Fixture, ObjectName, Plugin, PluginInfo, WarmInstance};

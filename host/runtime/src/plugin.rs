@@ -6,6 +6,7 @@ use std::time::Duration;
 use wasmtime::{Store, Trap};
 
 use crate::bindings::{self, types};
+use crate::failed_call::{CallArgs, FailedCall, HookSlot};
 use crate::failure::{FailureKind, PluginErrorKind, PluginFailure};
 use crate::host::{CallLog, HostState, Limiter};
 use crate::output;
@@ -129,6 +130,10 @@ pub struct Plugin {
     epoch_ticks: u64,
     /// The most linear memory one call's instance has held.
     peak_memory: std::sync::atomic::AtomicUsize,
+    /// Told about role calls that fail (the runtime's failure hook).
+    hook: HookSlot,
+    /// Where the bytes came from, when the loader said (see [`Plugin::set_source`]).
+    source: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -148,6 +153,7 @@ impl Plugin {
         limits: Limits,
         compiled: Arc<Compiled>,
         tick: Duration,
+        hook: HookSlot,
     ) -> Self {
         // The deadline is counted from the current epoch, which may be about
         // to end: one extra tick makes the budget a minimum, not a maximum.
@@ -160,6 +166,35 @@ impl Plugin {
             compiled,
             epoch_ticks: ticks,
             peak_memory: Default::default(),
+            hook,
+            source: Default::default(),
+        }
+    }
+
+    /// Record the reference this plugin's bytes were fetched from (a
+    /// WasmPlugin's `spec.source`, an inline source, a built-in name), so
+    /// that a failed call can be fetched again elsewhere to replay it. The
+    /// first call wins.
+    pub fn set_source(&self, source: &str) {
+        let _ = self.source.set(source.to_string());
+    }
+
+    /// See [`Plugin::set_source`].
+    pub fn source(&self) -> Option<&str> {
+        self.source.get().map(String::as_str)
+    }
+
+    /// Tell the failure hook, if any, about a role call that failed while
+    /// running the guest.
+    fn report(&self, result: &Result<impl Sized, PluginFailure>, args: CallArgs<'_>) {
+        if let (Err(failure), Some(hook)) = (result, self.hook.get())
+            && failure.is_call_failure()
+        {
+            hook(&FailedCall {
+                plugin: self,
+                args,
+                failure,
+            });
         }
     }
 
@@ -271,6 +306,26 @@ impl Plugin {
         object: &str,
         other: Option<&str>,
     ) -> Result<String, PluginFailure> {
+        let result = self.mutate_here(ctx, config, object, other);
+        self.report(
+            &result,
+            CallArgs::Mutate {
+                ctx,
+                config,
+                object,
+                other,
+            },
+        );
+        result
+    }
+
+    fn mutate_here(
+        &self,
+        ctx: &CallContext,
+        config: &str,
+        object: &str,
+        other: Option<&str>,
+    ) -> Result<String, PluginFailure> {
         self.expect_world(World::Mutator)?;
         let wit_ctx = ctx.to_wit();
         let res = self.call(|store, bound| match bound {
@@ -288,6 +343,24 @@ impl Plugin {
 
     /// Decide the service-cluster name of `object`.
     pub fn name_object(
+        &self,
+        ctx: &CallContext,
+        config: &str,
+        object: &str,
+    ) -> Result<ObjectName, PluginFailure> {
+        let result = self.name_here(ctx, config, object);
+        self.report(
+            &result,
+            CallArgs::Name {
+                ctx,
+                config,
+                object,
+            },
+        );
+        result
+    }
+
+    fn name_here(
         &self,
         ctx: &CallContext,
         config: &str,
@@ -313,6 +386,12 @@ impl Plugin {
 
     /// Transform a CRD before it is published to kcp.
     pub fn project(&self, config: &str, crd: &str) -> Result<String, PluginFailure> {
+        let result = self.project_here(config, crd);
+        self.report(&result, CallArgs::Project { config, crd });
+        result
+    }
+
+    fn project_here(&self, config: &str, crd: &str) -> Result<String, PluginFailure> {
         self.expect_world(World::Projector)?;
         let res = self.call(|store, bound| match bound {
             Bound::Projector(b) => b
@@ -328,6 +407,26 @@ impl Plugin {
 
     /// Render `template` with `values` into one JSON object per document.
     pub fn render(
+        &self,
+        ctx: &CallContext,
+        config: &str,
+        template: &str,
+        values: &str,
+    ) -> Result<Vec<String>, PluginFailure> {
+        let result = self.render_here(ctx, config, template, values);
+        self.report(
+            &result,
+            CallArgs::Render {
+                ctx,
+                config,
+                template,
+                values,
+            },
+        );
+        result
+    }
+
+    fn render_here(
         &self,
         ctx: &CallContext,
         config: &str,
@@ -466,6 +565,14 @@ impl Plugin {
     }
 
     fn classify(&self, err: wasmtime::Error, state: &HostState) -> PluginFailure {
+        let mut failure = self.classify_kind(&err, state);
+        failure.backtrace = err
+            .downcast_ref::<wasmtime::WasmBacktrace>()
+            .map(|bt| truncate(&bt.to_string(), MAX_BACKTRACE_BYTES));
+        failure
+    }
+
+    fn classify_kind(&self, err: &wasmtime::Error, state: &HostState) -> PluginFailure {
         if let Some(asked) = state.limiter.refused_at {
             return self.failure(
                 FailureKind::MemoryLimit,
@@ -504,6 +611,10 @@ impl Plugin {
         self.failure(FailureKind::Crash, truncate(&format!("{err:#}"), 4096))
     }
 }
+
+/// A deep recursion's backtrace lists thousands of frames; the innermost
+/// ones (printed first) are what matter.
+const MAX_BACKTRACE_BYTES: usize = 16 << 10;
 
 fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {

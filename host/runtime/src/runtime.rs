@@ -70,6 +70,12 @@ pub struct RuntimeConfig {
     /// stay resident between calls, instead of being returned to the kernel
     /// (which costs page faults on the next call and TLB shootdowns now).
     pub keep_resident_bytes: usize,
+    /// Read plugins' DWARF debug info, when they carry it, so that trap
+    /// backtraces name source files and lines (`plugin replay`). Off in the
+    /// agent: it costs memory and compile time, and the precompiled
+    /// built-ins are built without it. Function names (from the component's
+    /// name section) are in backtraces either way.
+    pub backtrace_details: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -84,6 +90,7 @@ impl Default for RuntimeConfig {
             max_memory_bytes: engine.max_memory_bytes,
             epoch_tick: Duration::from_millis(5),
             keep_resident_bytes: engine.keep_resident_bytes,
+            backtrace_details: engine.backtrace_details,
         }
     }
 }
@@ -96,6 +103,7 @@ impl RuntimeConfig {
             max_instances: self.max_instances,
             max_memory_bytes: self.max_memory_bytes,
             keep_resident_bytes: self.keep_resident_bytes,
+            backtrace_details: self.backtrace_details,
         }
     }
 }
@@ -201,6 +209,8 @@ pub(crate) struct Inner {
     pinned: Mutex<HashMap<String, Arc<Compiled>>>,
     counters: Counters,
     calls: CallPool,
+    /// Told about every role call that fails (see [`Runtime::on_call_failure`]).
+    hook: crate::failed_call::HookSlot,
 }
 
 /// One digest's compiled component, filled by the first load and empty
@@ -241,6 +251,7 @@ impl Runtime {
                 pinned: Mutex::default(),
                 counters: Counters::default(),
                 calls: CallPool::new(cfg.max_concurrent_calls),
+                hook: Default::default(),
                 cfg,
             }),
         })
@@ -267,6 +278,13 @@ impl Runtime {
     /// of this runtime.
     pub fn call_pool(&self) -> &CallPool {
         &self.inner.calls
+    }
+
+    /// Install the hook told about every role call of this runtime's
+    /// plugins that fails while running the guest (once; later calls
+    /// return false). Plugins loaded before and after both report to it.
+    pub fn on_call_failure(&self, hook: crate::failed_call::FailureHook) -> bool {
+        self.inner.hook.set(hook).is_ok()
     }
 
     pub fn stats(&self) -> RuntimeStats {
@@ -388,6 +406,7 @@ impl Runtime {
             limits,
             compiled,
             self.inner.cfg.epoch_tick,
+            self.inner.hook.clone(),
         )))
     }
 
@@ -406,7 +425,11 @@ impl Runtime {
         for dir in &dirs {
             let path = dir.join(format!("{name}.wasm"));
             match std::fs::read(&path) {
-                Ok(bytes) => return self.load(name, &bytes, limits),
+                Ok(bytes) => {
+                    let plugin = self.load(name, &bytes, limits)?;
+                    plugin.set_source(name);
+                    return Ok(plugin);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
                     return Err(PluginFailure::new(
@@ -420,6 +443,7 @@ impl Runtime {
         }
         if let Some(b) = syncweave_builtins::get(name) {
             let plugin = self.load_with_digest(name, b.digest, b.wasm, limits)?;
+            plugin.set_source(name);
             self.inner
                 .pinned
                 .lock()

@@ -697,3 +697,145 @@ fn builtins_are_precompiled_into_the_binary() {
     let s = other.stats();
     assert_eq!((s.compiled, s.precompiled), (1, 0), "{s:?}");
 }
+
+const MARKED: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"labels":{"syncweave.test/explode":"true"},"name":"a","namespace":"ns"}}"#;
+
+/// A trap comes back with wasmtime's backtrace, symbolized from the
+/// component's name section (`syncweave plugin build` keeps it): the guest
+/// function that panicked is named. A timeout says where the guest was.
+/// The same holds on the engine `plugin replay` uses, which also reads
+/// DWARF.
+#[test]
+fn traps_carry_a_symbolized_backtrace() {
+    let rt = runtime();
+    let hostile = load(&rt, "test-hostile");
+    let config = mode("panic-if-marked");
+    assert_eq!(hostile.mutate(&ctx(), &config, OBJ, None).unwrap(), OBJ);
+    let e = hostile.mutate(&ctx(), &config, MARKED, None).unwrap_err();
+    assert_eq!(e.kind, FailureKind::Crash, "{e}");
+    let bt = e.backtrace.as_deref().expect("a trap has a backtrace");
+    assert!(bt.contains("explode_on_marked_object"), "{bt}");
+    assert!(!bt.contains("<wasm function"), "every frame named: {bt}");
+    assert!(e.message.contains("explode_on_marked_object"), "{e}");
+    assert_eq!(e.headline(), UNREACHABLE);
+
+    let e = hostile
+        .mutate(&ctx(), &mode("loop"), OBJ, None)
+        .unwrap_err();
+    assert_eq!(e.kind, FailureKind::Timeout);
+    let bt = e
+        .backtrace
+        .as_deref()
+        .expect("an interrupted guest has a backtrace");
+    assert!(bt.contains("mutate"), "{bt}");
+    assert!(!e.message.contains("backtrace"), "Events stay short: {e}");
+
+    let replay = Runtime::new(RuntimeConfig {
+        cache_dir: None,
+        backtrace_details: true,
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    let again = load(&replay, "test-hostile")
+        .mutate(&ctx(), &config, MARKED, None)
+        .unwrap_err();
+    assert_eq!(
+        (again.kind, again.headline()),
+        (FailureKind::Crash, UNREACHABLE)
+    );
+    assert!(
+        again
+            .backtrace
+            .unwrap()
+            .contains("explode_on_marked_object")
+    );
+}
+
+/// What a Rust guest's panic looks like (panic=abort ends in `unreachable`).
+const UNREACHABLE: &str = "the guest trapped: wasm trap: wasm `unreachable` instruction executed";
+
+/// The failure hook hears of every role call that fails while running the
+/// guest, with the plugin and the arguments as the guest got them, and of
+/// nothing else (successes, config validation, a wrong world).
+#[test]
+fn failed_calls_reach_the_failure_hook() {
+    use std::sync::Mutex;
+    let rt = runtime();
+    type Seen = (String, String, Option<String>, String, FailureKind, String);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let sink = seen.clone();
+    assert!(rt.on_call_failure(Box::new(move |c| {
+        let (object, other) = match c.args {
+            syncweave_runtime::CallArgs::Mutate { object, other, .. } => {
+                (object.to_string(), other.map(str::to_string))
+            }
+            _ => (String::new(), None),
+        };
+        sink.lock().unwrap().push((
+            c.args.function().to_string(),
+            object,
+            other,
+            c.args.config().to_string(),
+            c.failure.kind,
+            c.plugin.name().to_string(),
+        ));
+    })));
+    assert!(!rt.on_call_failure(Box::new(|_| {})), "installed once");
+    let hostile = load(&rt, "test-hostile");
+    let config = mode("panic-if-marked");
+    hostile.mutate(&ctx(), &config, OBJ, None).unwrap();
+    hostile
+        .mutate(&ctx(), &config, MARKED, Some(OBJ))
+        .unwrap_err();
+    hostile
+        .mutate(&ctx(), &mode("reject"), OBJ, None)
+        .unwrap_err();
+    hostile.validate_config("not json").unwrap_err();
+    hostile.name_object(&ctx(), "{}", OBJ).unwrap_err(); // wrong world
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "mutate".to_string(),
+                MARKED.to_string(),
+                Some(OBJ.to_string()),
+                config.clone(),
+                FailureKind::Crash,
+                "test-hostile".to_string()
+            ),
+            (
+                "mutate".to_string(),
+                OBJ.to_string(),
+                None,
+                mode("reject"),
+                FailureKind::PluginError(PluginErrorKind::Rejected),
+                "test-hostile".to_string()
+            ),
+        ]
+    );
+}
+
+/// A plugin's residency follows the runtime's eviction of its digest; a
+/// built-in's never ends, and it knows its source.
+#[test]
+fn residency_follows_the_digest() {
+    let rt = runtime();
+    let echo = load(&rt, "test-echo");
+    assert_eq!(echo.source(), None);
+    echo.set_source("file:///plugins/echo.wasm");
+    echo.set_source("ignored: the first wins");
+    assert_eq!(echo.source(), Some("file:///plugins/echo.wasm"));
+    let r = echo.residency();
+    let twin = load(&rt, "test-echo");
+    assert!(r.is_resident());
+    drop(echo);
+    assert!(r.is_resident(), "another plugin still uses the digest");
+    drop(twin);
+    assert!(!r.is_resident());
+    let naming = rt.load_builtin("naming").unwrap();
+    assert_eq!(naming.source(), Some("naming"));
+    let r = naming.residency();
+    drop(naming);
+    assert!(r.is_resident(), "built-ins stay");
+}

@@ -2,6 +2,7 @@
 //! locally, and publish them to OCI registries ([`publish`]).
 mod bench;
 mod publish;
+mod replay;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -60,6 +61,10 @@ pub enum PluginCommand {
     Keygen(publish::KeygenArgs),
     /// Check that an oci:// plugin carries a valid signature by a key.
     Verify(publish::VerifyArgs),
+    /// Rerun a plugin call that failed in the cluster, from a capture of the
+    /// agent's debug endpoint (a URL or a file), under the same limits:
+    /// prints the output, or the failure with a Wasm backtrace.
+    Replay(replay::ReplayArgs),
 }
 
 /// How `plugin inspect|test` fetch a reference (the agent's own fetcher and
@@ -165,6 +170,7 @@ pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
         }
         // No guest log lines: they would drown the figures.
         PluginCommand::Bench(args) => bench::run(args).await,
+        PluginCommand::Replay(args) => replay::run(args).await,
         PluginCommand::Test(args) => {
             init_logging();
             let (_rt, plugin) = load(&args.reference, &args.source, &args.limits).await?;

@@ -316,6 +316,7 @@ impl Checker {
                 digest: stable.digest.clone(),
                 cached: true,
                 signature: None,
+                source: stable.source.clone(),
             },
             None => {
                 let hex = stable.digest.strip_prefix("sha256:").ok_or_else(|| {

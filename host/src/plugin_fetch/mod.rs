@@ -63,6 +63,9 @@ pub struct Fetched {
     pub cached: bool,
     /// What verified its signature, when one was required.
     pub signature: Option<String>,
+    /// The reference these bytes were fetched for, as written; recorded on
+    /// the loaded plugin so a failed call can be fetched again to replay it.
+    pub source: String,
 }
 
 impl Fetched {
@@ -81,11 +84,15 @@ impl Fetched {
             self.bytes.clone(),
             self.digest.clone(),
         );
-        tokio::task::spawn_blocking(move || {
+        let plugin = tokio::task::spawn_blocking(move || {
             runtime.load_with_digest(&name, &digest, &bytes, limits)
         })
         .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        if !self.source.is_empty() {
+            plugin.set_source(&self.source);
+        }
+        Ok(plugin)
     }
 }
 
@@ -107,6 +114,7 @@ impl Fetched {
             bytes: bytes.into(),
             cached,
             signature: None,
+            source: String::new(),
         }
     }
 }
@@ -718,6 +726,10 @@ pub async fn fetch(
             )
         })??;
     verify_pin(r, &fetched)?;
+    let fetched = Fetched {
+        source: r.source.clone(),
+        ..fetched
+    };
     tracing::debug!(source = %r, digest = %fetched.digest, bytes = fetched.bytes.len(), cached = fetched.cached, "fetched plugin");
     Ok(fetched)
 }
@@ -766,6 +778,7 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
             digest: b.digest.to_string(),
             cached: true,
             signature: None,
+            source: String::new(),
         });
     }
     let mut available = syncweave_runtime::fsutil::wasm_names_in(dirs);

@@ -489,6 +489,26 @@ struct CargoMessage {
     filenames: Vec<PathBuf>,
 }
 
+/// What the release profile's `strip` is overridden with, if anything.
+///
+/// Components keep their `name` section: a trap's backtrace then names the
+/// guest's functions (in the agent's Events and in `syncweave plugin
+/// replay`), where a fully stripped module shows only function indices. It
+/// costs some size, not speed. `strip = true` (what plugin workspaces
+/// usually set) also drops names, so it becomes `debuginfo`; with
+/// `CARGO_PROFILE_RELEASE_DEBUG` set (DWARF asked for, for source lines in
+/// replays) nothing is stripped. A `CARGO_PROFILE_RELEASE_STRIP` of the
+/// caller's own always wins.
+fn strip_setting(strip_set: bool, debug: Option<&str>) -> Option<&'static str> {
+    if strip_set {
+        return None;
+    }
+    match debug.map(str::trim) {
+        Some("" | "0" | "false" | "none") | None => Some("debuginfo"),
+        Some(_) => Some("none"),
+    }
+}
+
 /// Run `cargo build` and return package id → produced `.wasm` module.
 fn cargo_build(
     toolchain: &Toolchain,
@@ -507,6 +527,12 @@ fn cargo_build(
         .arg("--manifest-path")
         .arg(manifest)
         .env("CARGO_TARGET_DIR", target_dir);
+    if let Some(strip) = strip_setting(
+        std::env::var_os("CARGO_PROFILE_RELEASE_STRIP").is_some(),
+        std::env::var("CARGO_PROFILE_RELEASE_DEBUG").ok().as_deref(),
+    ) {
+        cmd.env("CARGO_PROFILE_RELEASE_STRIP", strip);
+    }
     for p in packages {
         cmd.args(["-p", &p.name]);
     }
@@ -659,6 +685,15 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), BuildErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_kept_unless_the_caller_says_otherwise() {
+        assert_eq!(strip_setting(false, None), Some("debuginfo"));
+        assert_eq!(strip_setting(false, Some("0")), Some("debuginfo"));
+        assert_eq!(strip_setting(false, Some("line-tables-only")), Some("none"));
+        assert_eq!(strip_setting(true, None), None);
+        assert_eq!(strip_setting(true, Some("2")), None);
+    }
 
     fn meta(json: &str) -> Metadata {
         serde_json::from_str(json).unwrap()

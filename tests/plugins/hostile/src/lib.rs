@@ -44,6 +44,16 @@ fn recurse(n: u64) -> u64 {
     recurse(n + 1) + local[3]
 }
 
+/// The label that makes mode `panic-if-marked` panic on an object.
+const MARK: &str = "syncweave.test/explode";
+
+/// Kept out of line so a trap's backtrace names it: the replay tests look
+/// for this function in the symbolized backtrace.
+#[inline(never)]
+fn explode_on_marked_object(name: &str) -> ! {
+    panic!("hostile plugin explodes on marked object {name:?}")
+}
+
 impl Mutation for Hostile {
     fn mutate(
         _ctx: Context,
@@ -69,6 +79,16 @@ impl Mutation for Hostile {
                 }
             }
             "panic" => panic!("hostile plugin panics on purpose"),
+            // Only objects labelled MARK=true: one object of many fails.
+            "panic-if-marked" => {
+                let v: serde_json::Value = serde_json::from_str(&object)
+                    .map_err(|e| PluginError::InvalidInput(e.to_string()))?;
+                let meta = &v["metadata"];
+                if meta["labels"][MARK] == "true" {
+                    explode_on_marked_object(meta["name"].as_str().unwrap_or_default());
+                }
+                Ok(object)
+            }
             "stack" => Ok(recurse(0).to_string()),
             "big" => {
                 // 100 MB of output inside a valid object.
