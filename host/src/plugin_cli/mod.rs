@@ -1,6 +1,7 @@
 //! `syncweave plugin …`: create, build, inspect, test and benchmark Wasm
 //! plugins locally.
 mod bench;
+mod new;
 mod project;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +16,10 @@ use crate::plugin_fetch::{FetchContext, FetchOptions, Location, PluginRef};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
+    /// Create a plugin project in Rust, Python or JavaScript that builds with
+    /// `plugin build` and passes `plugin test --examples` and its own tests as
+    /// it is.
+    New(new::NewArgs),
     /// Build plugin projects into Wasm components (<out>/<name>.wasm): Rust
     /// crates (cargo), Python projects (componentize-py) and JavaScript
     /// projects (rolldown + componentize-js).
@@ -142,6 +147,7 @@ pub struct TestArgs {
 
 pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
     match cmd {
+        PluginCommand::New(args) => new::run(args),
         PluginCommand::Build {
             paths,
             lang,
