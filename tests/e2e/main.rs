@@ -19,6 +19,7 @@ mod outages;
 mod parity;
 mod plugins;
 mod related;
+mod scaffold;
 mod shards;
 mod steady;
 mod sync;
