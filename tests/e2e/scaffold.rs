@@ -118,9 +118,14 @@ fn new_build_and_test(
         &format!("plugin test --examples ({lang} {kind})"),
     );
     if kind == "renderer" {
-        // The host does not run renderer examples (they carry their template in
-        // the config); the run below and the unit tests check them.
-        assert!(examples.contains("skipped"), "{examples}");
+        // The contract's fixture has no template: the starter carries it in the
+        // config and renders it when the call's template is empty. A host that
+        // does not run renderer examples lists them as skipped; the run below and
+        // the unit tests check the output either way.
+        assert!(
+            examples.contains("skipped") || examples.contains("1 passed, 0 failed"),
+            "{examples}"
+        );
     } else {
         assert!(
             examples.contains("1 passed, 0 failed") && examples.contains("ok "),
