@@ -3,9 +3,12 @@
 #
 #   examples/build.sh [--force] [rust|python|js ...]
 #
-# Idempotent: an example is rebuilt only when one of its sources (or the WIT
-# contract) is newer than its component. Installs componentize-py (pip) and
-# componentize-js (npm, from the committed package-lock.json) only when missing.
+# Idempotent: an example is rebuilt only when one of its sources (its SDK, or the
+# WIT contract) is newer than its component. All three are built by
+# `syncweave plugin build`. Installs componentize-py (pip) and componentize-js and
+# rolldown (npm, from the committed package-lock.json) only when missing; the
+# Python example uses the repository's sdk/python through PYTHONPATH, the
+# JavaScript one links sdk/js (package.json: file:../../sdk/js).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +39,15 @@ up_to_date() {
             -not -path '*/__pycache__/*' -not -path '*/target/*' -print -quit)" ]
 }
 
+# The builder lives in the host binary; reuse a built one when it is there.
+syncweave() {
+  if [ -n "${SYNCWEAVE_BIN:-}" ]; then
+    "$SYNCWEAVE_BIN" "$@"
+  else
+    cargo run --quiet --manifest-path "$repo/Cargo.toml" -p syncweave -- "$@"
+  fi
+}
+
 build_rust() {
   local output="$out_dir/rust-mutator.wasm"
   if up_to_date "$output" "$here/rust-mutator/src" "$here/rust-mutator/Cargo.toml" \
@@ -43,17 +55,15 @@ build_rust() {
     log "rust-mutator is up to date"; return
   fi
   log "building rust-mutator"
-  # The builder lives in the host binary; reuse a built one when it is there.
-  local syncweave=(cargo run --quiet --manifest-path "$repo/Cargo.toml" -p syncweave --)
-  if [ -n "${SYNCWEAVE_BIN:-}" ]; then syncweave=("$SYNCWEAVE_BIN"); fi
-  "${syncweave[@]}" plugin build "$here/rust-mutator" --out "$out_dir" >/dev/null
+  syncweave plugin build "$here/rust-mutator" --out "$out_dir" >/dev/null
   # The builder keeps the output when the component is unchanged; mark it fresh.
   touch "$output"
 }
 
 build_python() {
   local output="$out_dir/python-mutator.wasm" src="$here/python-mutator"
-  if up_to_date "$output" "$src/app.py" "$src/logic.py" "$repo/wit"; then
+  if up_to_date "$output" "$src/app.py" "$src/plugin.py" "$src/pyproject.toml" \
+      "$repo/sdk/python/src" "$repo/wit"; then
     log "python-mutator is up to date"; return
   fi
   if ! command -v componentize-py >/dev/null 2>&1; then
@@ -61,17 +71,20 @@ build_python() {
     python3 -m pip install --quiet "componentize-py==$componentize_py_version"
   fi
   log "building python-mutator"
-  (cd "$src" && componentize-py -d "$repo/wit" -w mutator componentize app -o "$output.tmp" >/dev/null)
-  mv "$output.tmp" "$output"
+  PYTHONPATH="$repo/sdk/python/src${PYTHONPATH:+:$PYTHONPATH}" \
+    syncweave plugin build "$src" --out "$out_dir" >/dev/null
+  touch "$output"
 }
 
 build_js() {
   local output="$out_dir/js-mutator.wasm" src="$here/js-mutator"
-  if up_to_date "$output" "$src/plugin.js" "$src/mutator.js" "$src/build.mjs" "$src/package-lock.json" "$repo/wit"; then
+  if up_to_date "$output" "$src/component.js" "$src/plugin.js" "$src/package.json" \
+      "$src/package-lock.json" "$repo/sdk/js/src" "$repo/sdk/js/package.json" "$repo/wit"; then
     log "js-mutator is up to date"; return
   fi
-  if [ ! -d "$src/node_modules/@bytecodealliance/componentize-js" ]; then
-    log "installing componentize-js (npm install, pinned by package-lock.json)"
+  if [ ! -d "$src/node_modules/@bytecodealliance/componentize-js" ] || [ ! -d "$src/node_modules/rolldown" ] \
+      || [ ! -e "$src/node_modules/@syncweave/plugin" ]; then
+    log "installing componentize-js, rolldown and the SDK link (npm install, pinned by package-lock.json)"
     # Not `npm ci`: the lock file lists other platforms' optional native
     # packages without versions (the registry does not resolve them here),
     # which `npm ci`'s strict check rejects; `npm install` follows the lock
@@ -79,7 +92,8 @@ build_js() {
     (cd "$src" && npm install --no-audit --no-fund --loglevel=error)
   fi
   log "building js-mutator"
-  (cd "$src" && node build.mjs "$output" >/dev/null)
+  syncweave plugin build "$src" --out "$out_dir" >/dev/null
+  touch "$output"
 }
 
 for example in "${which[@]}"; do

@@ -37,8 +37,11 @@ cargo test --workspace --no-fail-fast
 phase "guest plugin logic (native unit tests)"
 (cd plugins && cargo test --workspace --no-fail-fast)
 
-phase "example plugin logic (Python unittest, node --test)"
-python3 -m unittest discover -s examples/python-mutator -p 'test_*.py'
+phase "Python and JavaScript SDKs and example plugin logic (Python unittest, node --test)"
+# The repository's SDK as it is here, not an installed copy.
+PYTHONPATH="$repo/sdk/python/src" python3 -m unittest discover -s sdk/python/tests
+PYTHONPATH="$repo/sdk/python/src" python3 -m unittest discover -s examples/python-mutator -p 'test_*.py'
+(cd sdk/js && node --test)
 (cd examples/js-mutator && node --test)
 
 phase "benchmark report (unit tests; docs/performance.md matches its JSON)"

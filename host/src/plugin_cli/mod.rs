@@ -1,6 +1,8 @@
-//! `syncweave plugin …`: build, inspect, test and benchmark Wasm plugins
-//! locally, and publish them to OCI registries ([`publish`]).
+//! `syncweave plugin …`: create, build, inspect, test, benchmark and replay
+//! Wasm plugins locally, and publish them to OCI registries ([`publish`]).
 mod bench;
+mod new;
+mod project;
 mod publish;
 mod replay;
 use std::path::{Path, PathBuf};
@@ -16,19 +18,30 @@ use crate::plugin_fetch::{FetchContext, FetchOptions, Location, PluginRef};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Build Rust plugin crates into Wasm components (<out>/<crate-name>.wasm).
+    /// Create a plugin project in Rust, Python or JavaScript that builds with
+    /// `plugin build` and passes `plugin test --examples` and its own tests as
+    /// it is.
+    New(new::NewArgs),
+    /// Build plugin projects into Wasm components (<out>/<name>.wasm): Rust
+    /// crates (cargo), Python projects (componentize-py) and JavaScript
+    /// projects (rolldown + componentize-js).
     Build {
-        /// Plugin crates or guest workspaces (default: current directory).
+        /// Plugin projects, crates or guest workspaces (default: current
+        /// directory). The language is detected: Cargo.toml → Rust,
+        /// package.json → JavaScript, pyproject.toml or app.py → Python.
         #[arg(default_value = ".")]
         paths: Vec<PathBuf>,
+        /// The projects' language, when detection is ambiguous.
+        #[arg(long, value_enum)]
+        lang: Option<project::Lang>,
         /// Output directory (default: <repo>/target/plugins inside the syncweave
         /// repository, else ./target/plugins).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
-        /// Build only this package of a workspace (repeatable).
+        /// Rust: build only this package of a workspace (repeatable).
         #[arg(long = "package", short = 'p', value_name = "NAME")]
         packages: Vec<String>,
-        /// Cargo target directory (default: <repo>/target/wasm, shared by all guests).
+        /// Rust: cargo target directory (default: <repo>/target/wasm, shared by all guests).
         #[arg(long, value_name = "DIR")]
         target_dir: Option<PathBuf>,
     },
@@ -151,12 +164,14 @@ pub struct TestArgs {
 
 pub async fn run(cmd: PluginCommand) -> anyhow::Result<()> {
     match cmd {
+        PluginCommand::New(args) => new::run(args),
         PluginCommand::Build {
             paths,
+            lang,
             out,
             packages,
             target_dir,
-        } => build(&paths, out, packages, target_dir),
+        } => build(&paths, lang, out, packages, target_dir),
         PluginCommand::Inspect {
             reference,
             json,
@@ -200,20 +215,38 @@ fn init_logging() {
 
 fn build(
     paths: &[PathBuf],
+    lang: Option<project::Lang>,
     out: Option<PathBuf>,
     packages: Vec<String>,
     target_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
+    use project::Lang;
     for path in paths {
         let out_dir = match &out {
             Some(o) => o.clone(),
             None => default_out_dir(path),
         };
-        let mut opts = BuildOptions::new(out_dir);
-        opts.packages = packages.clone();
-        opts.target_dir = target_dir.clone();
-        let built = build_crate(path, &opts)
-            .with_context(|| format!("building plugin crate {}", path.display()))?;
+        let lang = match lang {
+            Some(l) => l,
+            None => project::detect(path)?,
+        };
+        if lang != Lang::Rust && (!packages.is_empty() || target_dir.is_some()) {
+            anyhow::bail!(
+                "--package and --target-dir are for Rust crates; {} is a {} project",
+                path.display(),
+                lang.as_str()
+            );
+        }
+        let built = match lang {
+            Lang::Rust => {
+                let mut opts = BuildOptions::new(out_dir);
+                opts.packages = packages.clone();
+                opts.target_dir = target_dir.clone();
+                build_crate(path, &opts)
+                    .with_context(|| format!("building plugin crate {}", path.display()))?
+            }
+            Lang::Python | Lang::Js => vec![build_other(path, lang, &out_dir)?],
+        };
         for c in built {
             println!(
                 "{}\t{}\t{} bytes\t{}",
@@ -225,6 +258,63 @@ fn build(
         }
     }
     Ok(())
+}
+
+/// Builds a Python or JavaScript project against this binary's contract.
+fn build_other(
+    path: &Path,
+    lang: project::Lang,
+    out_dir: &Path,
+) -> anyhow::Result<syncweave_runtime::BuiltComponent> {
+    use syncweave_runtime::build::{js, python};
+    let dir = path
+        .canonicalize()
+        .with_context(|| format!("{}: no such project directory", path.display()))?;
+    let info = match lang {
+        project::Lang::Python => project::python_project(&dir)?,
+        project::Lang::Js => project::js_project(&dir)?,
+        project::Lang::Rust => unreachable!("Rust crates are built by build_crate"),
+    };
+    // The tools read WIT from disk: give them the contract this binary speaks.
+    let scratch = std::env::temp_dir().join(format!("syncweave-wit-{}", std::process::id()));
+    let wit = project::write_wit(&scratch)
+        .with_context(|| format!("writing the plugin contract to {}", scratch.display()))?;
+    let result = if lang == project::Lang::Python {
+        // PYTHONPATH entries are searched as python3 would, after the project.
+        let python_path = std::env::var_os("PYTHONPATH")
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let project = python::PythonProject {
+            dir,
+            name: info.name,
+            world: info.world,
+            app: info.entry,
+            wit,
+            python_path,
+        };
+        python::build_python(&project, out_dir, true)
+    } else {
+        let project = js::JsProject {
+            dir,
+            name: info.name,
+            world: info.world,
+            entry: info.entry.into(),
+            wit,
+        };
+        js::build_js(&project, out_dir, true)
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    result.with_context(|| {
+        format!(
+            "building {} plugin project {}",
+            lang.as_str(),
+            path.display()
+        )
+    })
 }
 
 /// `<repo>/target/plugins` when `crate_path` lies inside a syncweave checkout

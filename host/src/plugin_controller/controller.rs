@@ -300,7 +300,12 @@ impl Checker {
         let limits = self.limits(wp)?;
         // A signature required now is checked again: the content cache
         // holds bytes, not the trust they were loaded under.
-        let cached = match self.fetch.cache().cloned().filter(|_| wp.spec.signature.is_none()) {
+        let cached = match self
+            .fetch
+            .cache()
+            .cloned()
+            .filter(|_| wp.spec.signature.is_none())
+        {
             Some(cache) => {
                 let (digest, max) = (stable.digest.clone(), self.fetch.options().max_bytes);
                 tokio::task::spawn_blocking(move || cache.get(&digest, max))

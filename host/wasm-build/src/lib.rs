@@ -7,7 +7,10 @@
 //! produced core module into a component with `wit-component` (the module
 //! carries its WIT world in a custom section that wit-bindgen embedded).
 //!
-//! Two toolchains are supported, detected in this order:
+//! Python and JavaScript projects are built by [`python::build_python`] and
+//! [`js::build_js`] (componentize-py, and rolldown + componentize-js).
+//!
+//! Two Rust toolchains are supported, detected in this order:
 //! - rustup with the `wasm32-unknown-unknown` target installed: plain
 //!   `cargo build --target wasm32-unknown-unknown --release`;
 //! - Debian's `rustc-web`/`cargo-web`/`rust-web-src` plus `lld`: std is built
@@ -22,6 +25,9 @@ use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+pub mod js;
+pub mod python;
 
 /// The target every guest is built for: no WASI, no libc, imports only what
 /// the plugin's world declares.
@@ -185,6 +191,28 @@ pub enum BuildError {
     },
     #[error("{package}: turning the core module into a component failed: {detail}")]
     Componentize { package: String, detail: String },
+    #[error("{tool} is needed to build this plugin but {problem}; {install}")]
+    MissingTool {
+        tool: String,
+        problem: String,
+        install: String,
+    },
+    #[error("{project}: {detail}")]
+    BadProject { project: PathBuf, detail: String },
+    #[error("{tool} failed for {project} ({status}){hint}")]
+    ToolFailed {
+        tool: String,
+        project: PathBuf,
+        status: String,
+        /// Empty, or "; " and what to do.
+        hint: String,
+    },
+    #[error("{tool} wrote {path}, but it is not a valid WebAssembly component: {detail}")]
+    NotAComponent {
+        tool: String,
+        path: PathBuf,
+        detail: String,
+    },
     #[error("{path}: cannot write the component: {source}; check that the directory is writable")]
     Write {
         path: PathBuf,
@@ -646,6 +674,111 @@ fn wasi_p1_import(module: &[u8]) -> Option<String> {
         }
     }
     None
+}
+
+/// Checks that `built` (written by `tool`) is a valid component, writes it to
+/// `<out_dir>/<name>.wasm` and describes the result. Used by the Python and
+/// JavaScript builders, whose tools write components themselves.
+pub(crate) fn install_component(
+    tool: &str,
+    built: &Path,
+    out_dir: &Path,
+    name: &str,
+    progress: bool,
+) -> Result<BuiltComponent, BuildError> {
+    let bytes = fs::read(built).map_err(|source| BuildError::ReadModule {
+        package: name.to_string(),
+        path: built.to_path_buf(),
+        source,
+    })?;
+    let not_a_component = |detail: String| BuildError::NotAComponent {
+        tool: tool.to_string(),
+        path: built.to_path_buf(),
+        detail,
+    };
+    if !wasmparser::Parser::is_component(&bytes) {
+        return Err(not_a_component(
+            "the file is not a component (a core module or something else)".into(),
+        ));
+    }
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&bytes)
+        .map_err(|e| not_a_component(e.to_string()))?;
+    let path = out_dir.join(format!("{name}.wasm"));
+    write_atomically(&path, &bytes)?;
+    let out = BuiltComponent {
+        name: name.to_string(),
+        path,
+        size: bytes.len() as u64,
+        sha256: sha256_hex(&bytes),
+    };
+    if progress {
+        eprintln!(
+            "syncweave: wrote {} ({} bytes, {})",
+            out.path.display(),
+            out.size,
+            out.digest()
+        );
+    }
+    Ok(out)
+}
+
+/// `program` as found on PATH (a file, executable for someone).
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                candidate
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            }
+            #[cfg(not(unix))]
+            {
+                candidate.is_file()
+            }
+        })
+}
+
+/// A unique scratch directory under the system temp dir, removed on drop.
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(what: &str) -> std::io::Result<Scratch> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "syncweave-{what}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The last `max` lines of a tool's output, indented, for an error message.
+pub(crate) fn tail(output: &str, max: usize) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(max);
+    lines[start..]
+        .iter()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Write to a unique temporary file beside `path`, then rename: readers see

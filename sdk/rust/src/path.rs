@@ -265,6 +265,20 @@ pub fn to_gjson_string(value: Option<&Value>) -> String {
     }
 }
 
+/// Escapes one object key for use as a path segment, so that dots, wildcards and a
+/// leading `:` in it are taken literally: `key("example.com/team")` is
+/// `example\.com/team`, and `format!("metadata.labels.{}", path::key(k))` names label `k`.
+pub fn key(k: &str) -> String {
+    let mut out = String::with_capacity(k.len() + 4);
+    for (i, c) in k.chars().enumerate() {
+        if matches!(c, '\\' | '.' | '*' | '?' | '#') || (c == ':' && i == 0) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Checks that `path` can be used with [`set`] and [`delete`] (no wildcards, no `#`,
 /// not empty), e.g. when validating a config.
 pub fn check_writable(path: &str) -> Result<(), PathError> {
@@ -405,6 +419,22 @@ pub(crate) fn delete_in(value: &mut Value, segments: &[Segment]) -> Option<Value
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn key_escapes_what_paths_would_interpret() {
+        assert_eq!(key("example.com/team"), "example\\.com/team");
+        assert_eq!(key(":1"), "\\:1");
+        assert_eq!(key("a:b*?#"), "a:b\\*\\?\\#");
+        let mut v = json!({});
+        for k in ["example.com/team", ":1", "a*b", "#"] {
+            set(&mut v, &format!("labels.{}", key(k)), json!(k)).unwrap();
+            assert_eq!(get(&v, &format!("labels.{}", key(k))), Some(json!(k)), "{k}");
+        }
+        assert_eq!(
+            v,
+            json!({"labels": {"example.com/team": "example.com/team", ":1": ":1", "a*b": "a*b", "#": "#"}})
+        );
+    }
 
     fn doc() -> Value {
         json!({

@@ -1,24 +1,24 @@
-"""Unit tests for logic.py: python3 -m unittest discover -s examples/python-mutator"""
+"""Unit tests of plugin.py through the SDK's in-process harness:
+PYTHONPATH=sdk/python/src python3 -m unittest discover -s examples/python-mutator"""
 
 import json
 import unittest
 
-import logic
+from syncweave_plugin import InvalidConfig, InvalidInput, testing
 
-
-def run(config, obj):
-    return json.loads(logic.mutate(json.dumps(config), json.dumps(obj)))
+from plugin import EXAMPLE, PLUGIN
 
 
 class MutateTest(unittest.TestCase):
     def test_example_holds(self):
-        example = logic.EXAMPLE
-        self.assertEqual(run(example["config"], example["input"]), example["expected"])
+        self.assertEqual(testing.mutate(PLUGIN, EXAMPLE.input, EXAMPLE.config), EXAMPLE.expected)
+        self.assertEqual(testing.check_examples(PLUGIN), 1)
 
     def test_creates_labels_and_skips_missing_annotation(self):
-        out = run(
-            {"label": {"key": "app.kubernetes.io/team", "value": "x"}, "copyAnnotation": {"from": "a", "to": "b"}},
+        out = testing.mutate(
+            PLUGIN,
             {"metadata": {"name": "n"}},
+            {"label": {"key": "app.kubernetes.io/team", "value": "x"}, "copyAnnotation": {"from": "a", "to": "b"}},
         )
         self.assertEqual(out, {"metadata": {"name": "n", "labels": {"app.kubernetes.io/team": "x"}}})
 
@@ -33,15 +33,15 @@ class MutateTest(unittest.TestCase):
             ('{"label": {"key": "k", "value": "v"}, "copyAnnotation": {"from": "a"}}', "missing field 'to'"),
         ]
         for text, message in cases:
-            with self.assertRaises(logic.ConfigError, msg=text) as caught:
-                logic.parse_config(text)
+            with self.assertRaises(InvalidConfig, msg=text) as caught:
+                testing.validate_config(PLUGIN, config_text=text)
             self.assertIn(message, str(caught.exception))
 
     def test_input_errors(self):
         config = json.dumps({"label": {"key": "k", "value": "v"}})
         for text in ["[1]", "nope", '{"metadata": 3}']:
-            with self.assertRaises(logic.InputError, msg=text):
-                logic.mutate(config, text)
+            with self.assertRaises(InvalidInput, msg=text):
+                testing.mutate(PLUGIN, config_text=config, object_text=text)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
-// Unit tests for mutator.js: `node --test` in examples/js-mutator.
+// Unit tests of plugin.js through the SDK's in-process harness: `node --test` in
+// examples/js-mutator.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { ConfigError, EXAMPLE, InputError, mutate, parseConfig } from '../mutator.js';
+import { InvalidConfig, InvalidInput, testing } from '@syncweave/plugin';
 
-const run = (config, obj) => JSON.parse(mutate(JSON.stringify(config), JSON.stringify(obj)));
+import plugin, { EXAMPLE } from '../plugin.js';
+
+const run = (config, obj) => testing.mutate(plugin, obj, { config });
 
 test('the published example holds', () => {
   assert.deepEqual(run(EXAMPLE.config, EXAMPLE.input), EXAMPLE.expected);
+  assert.equal(testing.checkExamples(plugin), 1);
 });
 
 test('creates labels and skips a missing annotation', () => {
@@ -29,13 +33,17 @@ test('config errors name the field', () => {
     ['{"label": {"key": "k", "value": "v"}, "copyAnnotation": {"from": "a"}}', "missing field 'to'"],
   ];
   for (const [text, message] of cases) {
-    assert.throws(() => parseConfig(text), (err) => err instanceof ConfigError && err.message.includes(message), text);
+    assert.throws(
+      () => testing.validateConfig(plugin, undefined, { configText: text }),
+      (err) => err instanceof InvalidConfig && err.message.includes(message),
+      text,
+    );
   }
 });
 
 test('input errors', () => {
-  const config = JSON.stringify({ label: { key: 'k', value: 'v' } });
+  const configText = JSON.stringify({ label: { key: 'k', value: 'v' } });
   for (const text of ['[1]', 'nope', '{"metadata": 3}']) {
-    assert.throws(() => mutate(config, text), InputError, text);
+    assert.throws(() => testing.mutate(plugin, undefined, { configText, objectText: text }), InvalidInput, text);
   }
 });

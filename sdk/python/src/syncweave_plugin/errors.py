@@ -1,0 +1,62 @@
+"""Typed failures: one exception class per variant of the contract's ``plugin-error``.
+
+Raise them from plugin code; the component adapter turns them into the WIT result, and
+the host reports them with the plugin's name and digest. Any other exception is a bug in
+the plugin and is reported as ``internal`` (with where it was raised).
+"""
+
+from __future__ import annotations
+
+
+class PluginError(Exception):
+    """Base class; ``tag`` is the WIT variant name."""
+
+    tag = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.message == self.message  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.message))
+
+
+class InvalidConfig(PluginError):
+    """The plugin's config is unusable: the user must fix it. Name the field."""
+
+    tag = "invalid-config"
+
+
+class InvalidInput(PluginError):
+    """The input object does not have the shape the plugin needs."""
+
+    tag = "invalid-input"
+
+
+class Rejected(PluginError):
+    """The plugin deliberately refuses this object (a policy decision)."""
+
+    tag = "rejected"
+
+
+class Internal(PluginError):
+    """A bug or unexpected condition inside the plugin."""
+
+    tag = "internal"
+
+
+def from_tag(tag: str, message: str) -> PluginError:
+    """The exception for a WIT variant name (``invalid-config``, ...)."""
+    for cls in (InvalidConfig, InvalidInput, Rejected, Internal):
+        if cls.tag == tag:
+            return cls(message)
+    raise ValueError(f"unknown plugin-error variant {tag!r}")
