@@ -241,10 +241,10 @@ impl Checker {
                 // keys that cannot be read), nothing of this plugin may run,
                 // the digest that served before included (it was loaded
                 // under other rules). Fail closed.
-                if e.kind.is_trust() {
-                    if let Some(f) = o.failure.as_mut() {
-                        f.keep_previous = false;
-                    }
+                if e.kind.is_trust()
+                    && let Some(f) = o.failure.as_mut()
+                {
+                    f.keep_previous = false;
                 }
                 return o;
             }
