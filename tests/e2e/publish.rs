@@ -9,8 +9,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use base64::Engine as _;
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -19,6 +18,7 @@ use syncweave::apis::{
     KeySource, ObjectKeyReference, SecretReference, SignatureVerification, WasmPlugin,
     WasmPluginSpec,
 };
+use syncweave_tests::author::{self, Cli, digest_of, failed, key_fingerprint as fingerprint};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
@@ -44,37 +44,11 @@ fn tempdir(test: &str) -> PathBuf {
 
 /// Run `syncweave <args>` with its own source and compiled caches.
 fn syncweave(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(crate::binary())
-        .args(args)
-        .env("SYNCWEAVE_CACHE_DIR", dir.join("cache"))
-        .env_remove("SYNCWEAVE_PLUGIN_CA_FILE")
-        .env_remove("DOCKER_CONFIG")
-        .envs(env.iter().copied())
-        .output()
-        .expect("syncweave runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    Cli::new(crate::binary(), dir).run(args, env)
 }
 
 fn ok(o: Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        stderr(&o)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-fn failed(o: Output, what: &str) -> String {
-    assert!(
-        !o.status.success(),
-        "{what} should fail, but printed:\n{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
-    stderr(&o)
+    author::succeeded(o, what)
 }
 
 /// `syncweave plugin push FILE REF --docker-config … --ca-file … <extra>`;
@@ -87,46 +61,10 @@ fn push(
     target: &str,
     extra: &[&str],
 ) -> String {
-    let mut args = vec![
-        "plugin",
-        "push",
-        file.to_str().unwrap(),
-        target,
-        "--docker-config",
-        docker.to_str().unwrap(),
-        "--ca-file",
-        reg.ca_file.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
     // The password of the cosign key in cosign_interop; unused otherwise.
-    let out = ok(
-        syncweave(dir, &args, &[("COSIGN_PASSWORD", "interop-pw")]),
-        "plugin push",
-    );
-    let pinned = out.trim().to_string();
-    let repo = target.rsplit_once(':').unwrap().0;
-    assert!(
-        pinned.starts_with(&format!("{repo}@sha256:")) && pinned.len() == repo.len() + 72,
-        "push prints the digest-pinned reference, got {pinned:?}"
-    );
-    pinned
-}
-
-/// The fingerprint messages give a public key: `sha256:` and the first 16
-/// hex digits of the SHA-256 of its DER SubjectPublicKeyInfo.
-fn fingerprint(pub_pem: &str) -> String {
-    let b64: String = pub_pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .unwrap();
-    format!("sha256:{}", &hex::encode(Sha256::digest(der))[..16])
-}
-
-fn digest_of(pinned: &str) -> &str {
-    pinned.rsplit_once('@').unwrap().1
+    Cli::new(crate::binary(), dir)
+        .env("COSIGN_PASSWORD", "interop-pw")
+        .push(reg, docker, file, target, extra)
 }
 
 /// A raw GET against the registry (what another tool would see).
@@ -153,48 +91,7 @@ async fn registry_get(
     resp.bytes().await.unwrap().to_vec()
 }
 
-async fn create_namespace(client: &Client, name: &str) {
-    Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &Namespace {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("namespace");
-}
-
-/// A `kubernetes.io/dockerconfigjson` Secret holding `config`.
-async fn pull_secret(client: &Client, namespace: &str, name: &str, config: &Value) {
-    Api::<Secret>::namespaced(client.clone(), namespace)
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
-                    ..Default::default()
-                },
-                type_: Some("kubernetes.io/dockerconfigjson".into()),
-                data: Some(
-                    [(
-                        ".dockerconfigjson".to_string(),
-                        ByteString(serde_json::to_vec(config).unwrap()),
-                    )]
-                    .into(),
-                ),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("pull Secret");
-}
-
-async fn create_plugin(client: &Client, name: &str, spec: WasmPluginSpec) {
+pub(crate) async fn create_plugin(client: &Client, name: &str, spec: WasmPluginSpec) {
     Api::<WasmPlugin>::all(client.clone())
         .create(&PostParams::default(), &WasmPlugin::new(name, spec))
         .await
@@ -203,7 +100,12 @@ async fn create_plugin(client: &Client, name: &str, spec: WasmPluginSpec) {
 
 /// The WasmPlugin once Ready has status `want` (and, for False, the given
 /// reason on Fetched).
-async fn wait_plugin(client: &Client, name: &str, want: &str, reason: Option<&str>) -> WasmPlugin {
+pub(crate) async fn wait_plugin(
+    client: &Client,
+    name: &str,
+    want: &str,
+    reason: Option<&str>,
+) -> WasmPlugin {
     let api = Api::<WasmPlugin>::all(client.clone());
     eventually(
         &format!("WasmPlugin {name} Ready={want} ({reason:?})"),
@@ -225,11 +127,15 @@ async fn wait_plugin(client: &Client, name: &str, want: &str, reason: Option<&st
     .await
 }
 
-fn fetched_message(wp: &WasmPlugin) -> String {
+pub(crate) fn fetched_message(wp: &WasmPlugin) -> String {
     wp.condition("Fetched").unwrap().message.clone()
 }
 
-fn oci_spec(source: &str, secret: Option<(&str, &str)>, key_pem: Option<&str>) -> WasmPluginSpec {
+pub(crate) fn oci_spec(
+    source: &str,
+    secret: Option<(&str, &str)>,
+    key_pem: Option<&str>,
+) -> WasmPluginSpec {
     WasmPluginSpec {
         source: source.into(),
         image_pull_secret: secret.map(|(namespace, name)| SecretReference {

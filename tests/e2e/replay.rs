@@ -35,32 +35,6 @@ const MARK: &str = "syncweave.test/explode";
 /// The Secret's password, plain and as stored.
 const PASSWORD: &str = "correct-horse-battery";
 
-/// `GET path` on the agent's debug endpoint, as curl through `kubectl
-/// port-forward` sends it (the endpoint refuses non-loopback Host headers).
-async fn debug_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n").as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not HTTP: {out}"))?;
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    Ok((code, body.to_string()))
-}
-
 fn syncweave(args: &[&str], cache: &std::path::Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
         .args(args)

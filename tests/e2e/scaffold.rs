@@ -13,13 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .unwrap()
-}
+use syncweave_tests::author::{PythonEnv, repo};
 
 /// A temporary directory outside the repository, removed at the end.
 struct Scratch(PathBuf);
@@ -215,34 +209,14 @@ fn rust_plugins_from_new_to_tested() {
 #[test]
 fn python_plugins_from_new_to_tested() {
     let scratch = Scratch::new("python");
-    let repo = repo();
-    // A fresh virtualenv (seeing the machine's componentize-py and pytest) with
-    // the SDK installed from the repository path, as the README says.
-    let venv = scratch.0.join("venv");
-    ok(
-        Command::new("python3")
-            .args(["-m", "venv", "--system-site-packages"])
-            .arg(&venv),
-        "python3 -m venv",
-    );
-    let python = venv.join("bin/python");
-    ok(
-        Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet"])
-            .arg(repo.join("sdk/python")),
-        "pip install sdk/python",
-    );
-    let path = format!(
-        "{}:{}",
-        venv.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let in_venv = |_: &Path, cmd: &mut Command| {
-        cmd.env("VIRTUAL_ENV", &venv).env("PATH", &path);
-    };
+    // A fresh virtualenv (seeing the machine's componentize-py and pytest)
+    // with the SDK installed from the repository path, as the README says.
+    let venv = PythonEnv::new(&scratch.0);
+    let python = &venv.python;
+    let in_venv = |_: &Path, cmd: &mut Command| venv.activate(cmd);
     for kind in ["mutator", "namer", "projector", "renderer"] {
         let dir = new_build_and_test(&scratch.0, "python", kind, &in_venv, &[]);
-        let out = Command::new(&python)
+        let out = Command::new(python)
             .args(["-m", "unittest", "-v"])
             .current_dir(&dir)
             .output()
@@ -254,7 +228,7 @@ fn python_plugins_from_new_to_tested() {
             "{stderr}"
         );
         let stdout = ok(
-            Command::new(&python)
+            Command::new(python)
                 .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
                 .current_dir(&dir),
             &format!("pytest ({kind})"),

@@ -7,6 +7,7 @@
 //! two cores); each test isolates itself in its own workspaces.
 
 pub mod agent;
+pub mod author;
 pub mod env;
 pub mod kcp;
 pub mod proxy;
@@ -85,6 +86,33 @@ pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
         .ok_or_else(|| format!("not HTTP: {out}"))?;
     let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
     Ok((code, body))
+}
+
+/// `GET path` on the agent's debug endpoint on 127.0.0.1:`port`, as curl
+/// through `kubectl port-forward` sends it (the endpoint refuses Host
+/// headers that are not loopback names): the status code and the body.
+pub async fn debug_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| e.to_string())?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not HTTP: {out}"))?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    Ok((code, body.to_string()))
 }
 
 /// A free TCP port on loopback.

@@ -170,3 +170,50 @@ pub fn sha3short(s: &str) -> String {
 pub fn default_copy_name(namespace: &str, name: &str) -> String {
     format!("{}-{}", sha3short(namespace), sha3short(name))
 }
+
+/// Create Namespace `name`.
+pub async fn create_namespace(client: &Client, name: &str) {
+    use k8s_openapi::api::core::v1::Namespace;
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &kube::api::PostParams::default(),
+            &Namespace {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating namespace {name}: {e}"));
+}
+
+/// Create a `kubernetes.io/dockerconfigjson` Secret holding docker config
+/// `config` (`{"auths": {…}}`), as `kubectl create secret docker-registry`
+/// does.
+pub async fn pull_secret(client: &Client, namespace: &str, name: &str, config: &Value) {
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .create(
+            &kube::api::PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name.into()),
+                    ..Default::default()
+                },
+                type_: Some("kubernetes.io/dockerconfigjson".into()),
+                data: Some(
+                    [(
+                        ".dockerconfigjson".to_string(),
+                        ByteString(serde_json::to_vec(config).expect("JSON")),
+                    )]
+                    .into(),
+                ),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating pull Secret {namespace}/{name}: {e}"));
+}
