@@ -95,7 +95,8 @@ pub fn run(args: NewArgs) -> anyhow::Result<()> {
             println!("  npm test");
         }
     }
-    println!("  syncweave plugin build .");
+    // --out: inside a checkout the default is the checkout's target/plugins.
+    println!("  syncweave plugin build . --out target/plugins");
     println!(
         "  syncweave plugin test target/plugins/{}.wasm --examples",
         args.name

@@ -140,9 +140,10 @@ pub struct KeygenArgs {
 pub struct VerifyArgs {
     /// oci://<registry>/<repository>@sha256:<digest>
     pub reference: String,
-    /// The public key (PEM) the signature must verify with.
+    /// The public key (PEM) the signature must verify with (`--public-key`
+    /// means the same here).
     #[arg(long, value_name = "FILE")]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -153,6 +154,13 @@ fn say(msg: impl AsRef<str>) {
 }
 
 pub async fn push(args: PushArgs) -> anyhow::Result<()> {
+    if args.registry.public_key.is_some() {
+        // Shared with the fetching commands; pushing checks no signature.
+        bail!(
+            "--public-key does not apply to push: sign with --sign KEY, then check with \
+             `syncweave plugin verify REFERENCE --key KEY.pub`"
+        );
+    }
     let target = args
         .reference
         .strip_prefix("oci://")
@@ -331,12 +339,91 @@ pub async fn verify(args: VerifyArgs) -> anyhow::Result<()> {
             args.reference
         );
     }
+    let key = match (&args.key, &args.registry.public_key) {
+        (Some(k), None) | (None, Some(k)) => k.clone(),
+        (Some(_), Some(_)) => {
+            bail!("--key and --public-key both name the key to verify with; give one of them")
+        }
+        (None, None) => bail!(
+            "verify needs the public key: --key FILE (`syncweave plugin keygen` writes <prefix>.pub)"
+        ),
+    };
     let mut registry = args.registry.clone();
-    registry.public_key = Some(args.key.clone());
+    registry.public_key = Some(key);
     let access = registry.access(&r)?;
     let runtime = Runtime::new(RuntimeConfig::default())?;
     let fetcher = FetchContext::new(registry.options(FetchOptions::for_runtime(&runtime, None)))?;
     let verified = fetcher.verify(&r, &access).await?;
     println!("{}: {verified}", args.reference);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(public_key: Option<&str>) -> RegistryArgs {
+        RegistryArgs {
+            public_key: public_key.map(PathBuf::from),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn push_refuses_a_public_key_it_would_ignore() {
+        let e = push(PushArgs {
+            file: "plugin.wasm".into(),
+            reference: "oci://registry.example/team/plugin:v1".into(),
+            sign: None,
+            annotations: vec![],
+            registry: registry(Some("team.pub")),
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--public-key does not apply to push") && e.contains("--sign"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn verify_takes_the_key_once() {
+        let reference = format!(
+            "oci://registry.example/team/plugin@sha256:{}",
+            "a".repeat(64)
+        );
+        for (key, public_key, want) in [
+            (None, None, "verify needs the public key: --key FILE"),
+            (
+                Some("a.pub"),
+                Some("b.pub"),
+                "--key and --public-key both name the key",
+            ),
+        ] {
+            let e = verify(VerifyArgs {
+                reference: reference.clone(),
+                key: key.map(PathBuf::from),
+                registry: registry(public_key),
+            })
+            .await
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        // Either spelling alone reaches the key file.
+        for (key, public_key) in [(Some("missing.pub"), None), (None, Some("missing.pub"))] {
+            let e = verify(VerifyArgs {
+                reference: reference.clone(),
+                key: key.map(PathBuf::from),
+                registry: registry(public_key),
+            })
+            .await
+            .unwrap_err();
+            assert!(
+                format!("{e:#}").contains("reading --public-key missing.pub"),
+                "{e:#}"
+            );
+        }
+    }
 }
