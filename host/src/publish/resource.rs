@@ -12,6 +12,10 @@ use super::{Contribution, Key, Memo, PACE, PublishError, Publisher, Running, SER
 use crate::apis::PublishedResource;
 use crate::runner::Outcome;
 
+/// The Ready reason of a resource that does not sync because a WasmPlugin
+/// it uses has no digest that may run.
+const WASM_PLUGIN_NOT_READY: &str = "WasmPluginNotReady";
+
 /// Whether a resource may hold the group/resource its schema publishes.
 #[derive(Debug, PartialEq, Eq)]
 enum Claim {
@@ -420,6 +424,21 @@ impl Publisher {
                             r.plugin_versions = plugin_versions;
                         }
                     }
+                    Err(e) if self.plugin_not_serving(pr) => {
+                        // Fail closed: a WasmPlugin in use has no digest that
+                        // may run (its signature no longer verifies under the
+                        // keys it names, or it is gone). Its old code must not
+                        // keep running here either: stop, as an agent starting
+                        // now would not start; its status change restarts us.
+                        if let Some(old) = self.book().running.remove(&name) {
+                            old.cancel.cancel();
+                        }
+                        warn!(published_resource = %name, error = %e, "stopped syncing: a WasmPlugin in use has no digest that may run");
+                        let msg = format!("stopped syncing: {e}");
+                        self.set_condition(api, &name, "False", WASM_PLUGIN_NOT_READY, &msg)
+                            .await;
+                        return Err(PublishError::Resource(msg));
+                    }
                     Err(e) => {
                         // The old code keeps running; say why the new is not used.
                         warn!(published_resource = %name, error = %e, "cannot use the new plugin code");
@@ -479,7 +498,11 @@ impl Publisher {
             }
             Err(e) => {
                 warn!(published_resource = %name, error = %e, "cannot start syncing");
-                self.set_condition(api, &name, "False", "SyncNotStarted", &e.to_string())
+                let reason = match self.plugin_not_serving(pr) {
+                    true => WASM_PLUGIN_NOT_READY,
+                    false => "SyncNotStarted",
+                };
+                self.set_condition(api, &name, "False", reason, &e.to_string())
                     .await;
                 Err(PublishError::Resource(e.to_string()))
             }

@@ -91,6 +91,15 @@ impl Publisher {
             .collect()
     }
 
+    /// Whether a WasmPlugin the resource uses has no digest that may run
+    /// (not Ready with nothing held back: a signature that does not verify,
+    /// a deleted or never-ready WasmPlugin).
+    pub(super) fn plugin_not_serving(&self, pr: &PublishedResource) -> bool {
+        Self::wasm_plugin_names(pr)
+            .into_iter()
+            .any(|n| self.plugins.registry().serving(n).is_err())
+    }
+
     /// The Ready condition of a running sync: False while objects fail, or
     /// while a WasmPlugin it uses holds back a new digest that failed its
     /// checks (objects keep syncing with the previous one); True otherwise.
