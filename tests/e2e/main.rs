@@ -11,6 +11,7 @@ mod converge;
 mod cost;
 mod faults;
 mod init;
+mod journey;
 mod legacy;
 mod multikcp;
 mod mutation;
