@@ -20,8 +20,10 @@
 //! the kcp objects, their copies and their state Secrets are most of the
 //! agent's memory. A read decodes the one object it needs (microseconds).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 use serde::Serialize;
@@ -96,6 +98,82 @@ pub(super) fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
     v.meta().resource_version.as_deref()?.parse().ok()
 }
 
+/// How long a deletion is remembered. The API's answer to the agent's own
+/// write can arrive after the watch delivered the object's deletion (e.g.
+/// removing the last finalizer, which deletes the object: response and
+/// DELETE event race); written through then, it would bring the deleted
+/// object back into the cache for good (churn showed them piling up).
+/// Answers come within a request timeout, so a minute is ample.
+const TOMBSTONE_TTL: Duration = Duration::from_secs(60);
+/// At most this many deletions are remembered; a mass deletion drops the
+/// oldest first.
+const TOMBSTONES_MAX: usize = 50_000;
+
+/// Recently deleted keys and the resourceVersion of their deletion.
+struct Tombstones<K> {
+    by_key: HashMap<K, (Option<u64>, Instant)>,
+    /// Burial order, for expiry; may hold entries already unburied.
+    order: VecDeque<(Instant, K)>,
+    ttl: Duration,
+    max: usize,
+}
+
+impl<K> Default for Tombstones<K> {
+    fn default() -> Self {
+        Tombstones {
+            by_key: HashMap::new(),
+            order: VecDeque::new(),
+            ttl: TOMBSTONE_TTL,
+            max: TOMBSTONES_MAX,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Tombstones<K> {
+    /// `key` was deleted at `rv`.
+    fn bury(&mut self, key: K, rv: Option<u64>) {
+        self.expire();
+        let now = Instant::now();
+        self.by_key.insert(key.clone(), (rv, now));
+        self.order.push_back((now, key));
+    }
+
+    /// `key` exists again (the watch says so).
+    fn unbury(&mut self, key: &K) {
+        if !self.by_key.is_empty() {
+            self.by_key.remove(key);
+        }
+    }
+
+    /// Would writing `key` at `rv` through bring a deleted object back? Yes
+    /// unless `rv` is known to be newer than the deletion (recreated).
+    fn buried(&mut self, key: &K, rv: Option<u64>) -> bool {
+        self.expire();
+        match self.by_key.get(key) {
+            None => false,
+            Some((deleted, _)) => !matches!((rv, deleted), (Some(w), Some(d)) if w > *d),
+        }
+    }
+
+    fn expire(&mut self) {
+        let now = Instant::now();
+        while let Some((at, _)) = self.order.front() {
+            if now.duration_since(*at) < self.ttl && self.order.len() <= self.max {
+                break;
+            }
+            let (at, key) = self.order.pop_front().expect("front exists");
+            if self.by_key.get(&key).is_some_and(|(_, t)| *t == at) {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.by_key.len()
+    }
+}
+
 #[derive(Default)]
 pub struct KcpCache {
     inner: RwLock<Inner>,
@@ -110,6 +188,7 @@ struct Inner {
     synced: HashSet<Arc<str>>,
     /// Objects of a re-list in progress, by URL.
     relisting: HashMap<Arc<str>, Vec<(ObjectKey, Packed)>>,
+    tombstones: Tombstones<ObjectKey>,
 }
 
 struct Entry {
@@ -166,6 +245,7 @@ impl KcpCache {
         }
         match packed {
             Some(obj) => {
+                inner.tombstones.unbury(&key);
                 inner.objects.insert(
                     key.clone(),
                     Entry {
@@ -192,20 +272,25 @@ impl KcpCache {
         let Some(url) = inner.routes.get(&key.cluster).cloned() else {
             return;
         };
-        if let Some(e) = inner.objects.get(&key)
-            && e.obj.newer_than(rv)
-        {
-            return;
+        let stale = match inner.objects.get(&key) {
+            Some(e) => e.obj.newer_than(rv),
+            None => inner.tombstones.buried(&key, rv),
+        };
+        if !stale {
+            inner.objects.insert(key, Entry { obj: packed, url });
         }
-        inner.objects.insert(key, Entry { obj: packed, url });
     }
 
     /// A watch event deleted `obj`.
     pub fn delete(&self, url: &Arc<str>, obj: &DynamicObject) -> Option<ObjectKey> {
         let key = key_of(obj)?;
         let mut inner = self.write();
-        if inner.objects.get(&key).is_some_and(|e| *e.url == **url) {
-            inner.objects.remove(&key);
+        match inner.objects.get(&key) {
+            Some(e) if *e.url != **url => {}
+            _ => {
+                inner.objects.remove(&key);
+                inner.tombstones.bury(key.clone(), resource_version(obj));
+            }
         }
         Some(key)
     }
@@ -240,6 +325,7 @@ impl KcpCache {
             .collect();
         inner.objects.retain(|_, e| *e.url != **url);
         for (key, obj) in listed {
+            inner.tombstones.unbury(&key);
             inner.routes.insert(key.cluster.clone(), url.clone());
             inner.objects.insert(
                 key.clone(),
@@ -356,6 +442,7 @@ struct StoreInner {
     index: HashMap<String, Vec<String>>,
     relist: Option<Vec<(String, StoreEntry)>>,
     synced: bool,
+    tombstones: Tombstones<String>,
 }
 
 struct StoreEntry {
@@ -411,6 +498,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
                 index: HashMap::new(),
                 relist: None,
                 synced: false,
+                tombstones: Tombstones::default(),
             }),
             key_of,
         })
@@ -431,21 +519,38 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         Some((oref, StoreEntry { obj, key }))
     }
 
+    /// A watch event: `v` exists (as of its resourceVersion).
     pub fn apply(&self, v: V) {
         let oref = object_ref(&v);
         match self.entry(v) {
-            Some((oref, e)) => self.write().insert(oref, e),
+            Some((oref, e)) => {
+                let mut inner = self.write();
+                inner.tombstones.unbury(&oref);
+                inner.insert(oref, e);
+            }
             None => self.write().remove(&oref),
         }
     }
 
-    /// The agent itself wrote `v`: remember the API's answer.
+    /// The agent itself wrote `v`: remember the API's answer, unless the
+    /// watch has since seen a newer version or the object's deletion.
     pub fn write_through(&self, v: V) {
-        self.apply(v);
+        let Some((oref, e)) = self.entry(v) else {
+            return;
+        };
+        let mut inner = self.write();
+        if !inner.objects.contains_key(&oref) && inner.tombstones.buried(&oref, e.obj.rv) {
+            return;
+        }
+        inner.insert(oref, e);
     }
 
+    /// A watch event deleted `v`.
     pub fn delete(&self, v: &V) {
-        self.write().remove(&object_ref(v));
+        let oref = object_ref(v);
+        let mut inner = self.write();
+        inner.remove(&oref);
+        inner.tombstones.bury(oref, resource_version(v));
     }
 
     pub fn list_started(&self) {
@@ -466,6 +571,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
             inner.objects.clear();
             inner.index.clear();
             for (oref, e) in listed {
+                inner.tombstones.unbury(&oref);
                 inner.insert(oref, e);
             }
         }
@@ -606,6 +712,68 @@ mod tests {
             namespace: Some("default".into()),
             name: name.into(),
         }
+    }
+
+    /// Removing the last finalizer deletes the object: when the watch's
+    /// DELETE arrives before the API's answer, writing the answer through
+    /// must not put the object back (it would stay cached for good).
+    #[test]
+    fn a_late_write_through_does_not_bring_a_deleted_object_back() {
+        let c = KcpCache::new();
+        let url: Arc<str> = "https://shard".into();
+        c.apply(&url, obj("a", "x", "7"));
+        c.delete(&url, &obj("a", "x", "9"));
+        c.write_through(obj("a", "x", "8"));
+        assert!(c.get(&key("a", "x")).is_none(), "resurrected");
+        assert!(c.keys().is_empty());
+        // Recreated under the same name: a newer write is the new object.
+        c.write_through(obj("a", "x", "12"));
+        assert_eq!(c.resource_version(&key("a", "x")), Some(12));
+        // A watch event of a recreated object clears the memory too.
+        c.delete(&url, &obj("a", "y", "20"));
+        c.apply(&url, obj("a", "y", "21"));
+        c.delete(&url, &obj("a", "y", "22"));
+        c.write_through(obj("a", "y", "21"));
+        assert!(c.get(&key("a", "y")).is_none());
+
+        let s = Store::new(|o: &DynamicObject| o.metadata.name.clone());
+        s.apply(obj("a", "x", "7"));
+        s.delete(&obj("a", "x", "9"));
+        s.write_through(obj("a", "x", "8"));
+        assert!(s.get("x").is_none(), "resurrected");
+        assert!(s.is_empty());
+        s.write_through(obj("a", "x", "12"));
+        assert_eq!(s.resource_version("x"), Some(12));
+        // An older answer never replaces a newer watch event.
+        s.apply(obj("a", "z", "30"));
+        s.write_through(obj("a", "z", "29"));
+        assert_eq!(s.resource_version("z"), Some(30));
+    }
+
+    #[test]
+    fn deletions_are_remembered_for_a_bounded_time_and_count() {
+        let mut t = Tombstones {
+            ttl: Duration::from_secs(3600),
+            max: 100,
+            ..Tombstones::default()
+        };
+        for i in 0..10_000u64 {
+            t.bury(i, Some(i));
+        }
+        assert!(t.len() <= 101 && t.order.len() <= 101, "{}", t.len());
+        assert!(t.buried(&9_999, Some(9_999)));
+        assert!(
+            !t.buried(&9_999, Some(10_000)),
+            "a newer object is not buried"
+        );
+        assert!(!t.buried(&0, Some(0)), "the oldest were forgotten");
+        let mut t = Tombstones {
+            ttl: Duration::ZERO,
+            ..Tombstones::default()
+        };
+        t.bury("a", None);
+        assert!(!t.buried(&"a", None), "expired");
+        assert_eq!((t.len(), t.order.len()), (0, 0));
     }
 
     #[test]
