@@ -101,13 +101,34 @@ GET /debug/captures        failed plugin calls kept for replay (JSON list, newes
 GET /debug/captures/<id>   one capture (JSON): `syncweave plugin replay <this URL>`\n";
 
 async fn serve_debug(listener: TcpListener, store: Arc<CaptureStore>, cancel: CancellationToken) {
+    serve_http(
+        listener,
+        cancel,
+        "Cache-Control: no-store\r\n",
+        move |req| debug_response(req, &store),
+    )
+    .await
+}
+
+/// Status line, content type and body of one response.
+type Response = (&'static str, &'static str, String);
+
+/// The agent's small HTTP/1.1 servers: one short-lived task per connection,
+/// bounded by its 5 s read timeout and a single response to one request of
+/// at most 4 KiB (`headers`: more header lines, each ending in CRLF).
+async fn serve_http(
+    listener: TcpListener,
+    cancel: CancellationToken,
+    headers: &'static str,
+    respond: impl Fn(&str) -> Response + Send + Sync + 'static,
+) {
+    let respond = Arc::new(respond);
     loop {
         let (mut sock, _) = tokio::select! {
             r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
             _ = cancel.cancelled() => return,
         };
-        let store = store.clone();
-        // One short-lived task per connection, as for the other servers.
+        let respond = respond.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 4096];
             let n =
@@ -117,13 +138,12 @@ async fn serve_debug(listener: TcpListener, store: Arc<CaptureStore>, cancel: Ca
                     Ok(Ok(n)) => n,
                     _ => return,
                 };
-            let req = String::from_utf8_lossy(&buf[..n]);
-            let (status, kind, body) = debug_response(&req, &store);
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+            let (status, kind, body) = respond(&String::from_utf8_lossy(&buf[..n]));
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
                 body.len()
             );
-            if sock.write_all(resp.as_bytes()).await.is_ok() {
+            if sock.write_all(head.as_bytes()).await.is_ok() {
                 let _ = sock.write_all(body.as_bytes()).await;
             }
         });
@@ -208,41 +228,20 @@ fn is_loopback_host(host: &str) -> bool {
 }
 
 async fn serve(listener: TcpListener, health: Arc<Health>, cancel: CancellationToken) {
-    loop {
-        let (mut sock, _) = tokio::select! {
-            r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
-            _ = cancel.cancelled() => return,
+    serve_http(listener, cancel, "", move |req| {
+        let path = req.split_whitespace().nth(1).unwrap_or("/");
+        let (status, body) = match path.split('?').next().unwrap_or("/") {
+            "/metrics" => ("200 OK", render_metrics()),
+            "/healthz" | "/livez" => ("200 OK", "ok\n".to_string()),
+            "/readyz" => match health.readiness() {
+                (true, report) => ("200 OK", report),
+                (false, report) => ("503 Service Unavailable", report),
+            },
+            _ => ("404 Not Found", "not found\n".to_string()),
         };
-        let health = health.clone();
-        // One short-lived task per connection, bounded by its 5 s read
-        // timeout and a single response.
-        tokio::spawn(async move {
-            let mut buf = [0u8; 2048];
-            let n =
-                match tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
-                    .await
-                {
-                    Ok(Ok(n)) => n,
-                    _ => return,
-                };
-            let req = String::from_utf8_lossy(&buf[..n]);
-            let path = req.split_whitespace().nth(1).unwrap_or("/");
-            let (status, body) = match path.split('?').next().unwrap_or("/") {
-                "/metrics" => ("200 OK", render_metrics()),
-                "/healthz" | "/livez" => ("200 OK", "ok\n".to_string()),
-                "/readyz" => match health.readiness() {
-                    (true, report) => ("200 OK", report),
-                    (false, report) => ("503 Service Unavailable", report),
-                },
-                _ => ("404 Not Found", "not found\n".to_string()),
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = sock.write_all(resp.as_bytes()).await;
-        });
-    }
+        (status, "text/plain; version=0.0.4", body)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use kube::ResourceExt;
 use kube::api::Api;
 use serde_json::{Value, json};
 use syncweave::apis::WasmPlugin;
-use syncweave::plugin_capture::{Capture, CaptureList};
 use syncweave_tests::author::{Cli, PythonEnv, digest_of, failed, key_fingerprint, succeeded};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
@@ -164,12 +163,7 @@ async fn a_python_plugin_from_new_to_signed_rollout_and_replayed_failure() {
             Registry::auth_entry("alice", "alice-pw"),
         )
         .unwrap();
-    let key = dir.join("team");
-    succeeded(
-        cli.run(&["plugin", "keygen", "--out", key.to_str().unwrap()], &[]),
-        "plugin keygen",
-    );
-    let public_key = std::fs::read_to_string(dir.join("team.pub")).unwrap();
+    let public_key = cli.keygen(&dir.join("team"));
     let private_key = dir.join("team.key");
     let signing = ["--sign", private_key.to_str().unwrap()];
     let repo = format!("oci://{}/alice/team-label", reg.host);
@@ -250,27 +244,18 @@ spec:
         "a capture of the call that failed on \"untagged\"",
         WAIT,
         || async {
-            let (code, body) = debug_get(debug_port, "/debug/captures").await?;
-            if code != 200 {
-                return Err(format!("{code}: {body}"));
-            }
-            let list: CaptureList = serde_json::from_str(&body).map_err(|e| e.to_string())?;
-            for s in &list.captures {
-                let (code, body) = debug_get(debug_port, &s.path).await?;
-                if code != 200 {
-                    return Err(format!("{}: {code}: {body}", s.path));
-                }
-                let c: Capture = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+            let (list, served) = crate::replay::served_captures(debug_port).await?;
+            for (path, c, _) in served {
                 let name = c
                     .call
                     .as_ref()
                     .and_then(|c| c.object.as_ref())
                     .map(|o| o["metadata"]["name"].clone());
                 if name == Some(json!("untagged")) {
-                    return Ok(Some((s.path.clone(), c)));
+                    return Ok(Some((path, c)));
                 }
             }
-            Err(format!("captures so far: {body}"))
+            Err(format!("captures so far: {:?}", list.captures))
         },
     )
     .await;
@@ -381,15 +366,7 @@ spec:
     //    no longer verifies the plugin (a rotated key, before 0.1.0 was
     //    signed again), nothing of it runs, the digest that served
     //    included. Objects wait, and the PublishedResource says why.
-    let rotated = dir.join("rotated");
-    succeeded(
-        cli.run(
-            &["plugin", "keygen", "--out", rotated.to_str().unwrap()],
-            &[],
-        ),
-        "plugin keygen",
-    );
-    let rotated_pub = std::fs::read_to_string(dir.join("rotated.pub")).unwrap();
+    let rotated_pub = cli.keygen(&dir.join("rotated"));
     let mut wp = api.get("team-label").await.unwrap();
     wp.spec = oci_spec(&pinned_v1, Some(("plugins", "regcred")), Some(&rotated_pub));
     wp.metadata.managed_fields = None;

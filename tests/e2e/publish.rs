@@ -175,16 +175,7 @@ async fn pushed_signed_plugin_serves_and_untrusted_ones_do_not() {
     let wasm = plugin_file("rust-mutator");
     let target = format!("oci://{}/alice/team-label:v1", reg.host);
 
-    let team = dir.join("team");
-    ok(
-        syncweave(
-            &dir,
-            &["plugin", "keygen", "--out", team.to_str().unwrap()],
-            &[],
-        ),
-        "keygen",
-    );
-    let team_pub = std::fs::read_to_string(dir.join("team.pub")).unwrap();
+    let team_pub = Cli::new(crate::binary(), &dir).keygen(&dir.join("team"));
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
@@ -194,16 +185,7 @@ async fn pushed_signed_plugin_serves_and_untrusted_ones_do_not() {
             .mode();
         assert_eq!(mode & 0o077, 0, "the private key is private: {mode:o}");
     }
-    let other = dir.join("other");
-    ok(
-        syncweave(
-            &dir,
-            &["plugin", "keygen", "--out", other.to_str().unwrap()],
-            &[],
-        ),
-        "keygen",
-    );
-    let other_pub = std::fs::read_to_string(dir.join("other.pub")).unwrap();
+    let other_pub = Cli::new(crate::binary(), &dir).keygen(&dir.join("other"));
 
     let signed = push(
         &dir,
@@ -278,21 +260,26 @@ async fn pushed_signed_plugin_serves_and_untrusted_ones_do_not() {
     let empty = dir.join("empty-docker");
     std::fs::create_dir_all(&empty).unwrap();
     std::fs::write(empty.join("config.json"), "{}").unwrap();
-    let e = failed(
-        syncweave(
-            &dir,
-            &[
-                "plugin",
-                "push",
-                wasm.to_str().unwrap(),
-                &target,
-                "--docker-config",
-                empty.join("config.json").to_str().unwrap(),
-                "--ca-file",
-                reg.ca_file.to_str().unwrap(),
-            ],
-            &[],
-        ),
+    // `plugin push FILE target --docker-config CONFIG [--ca-file CA]`,
+    // which must fail: its stderr.
+    let refused = |file: &Path, config: &Path, with_ca: bool, what: &str| {
+        let mut args = vec![
+            "plugin",
+            "push",
+            file.to_str().unwrap(),
+            &target,
+            "--docker-config",
+            config.to_str().unwrap(),
+        ];
+        if with_ca {
+            args.extend(["--ca-file", reg.ca_file.to_str().unwrap()]);
+        }
+        failed(syncweave(&dir, &args, &[]), what)
+    };
+    let e = refused(
+        &wasm,
+        &empty.join("config.json"),
+        true,
         "push without credentials",
     );
     assert!(
@@ -305,59 +292,13 @@ async fn pushed_signed_plugin_serves_and_untrusted_ones_do_not() {
             Registry::auth_entry("alice", "nope"),
         )
         .unwrap();
-    let e = failed(
-        syncweave(
-            &dir,
-            &[
-                "plugin",
-                "push",
-                wasm.to_str().unwrap(),
-                &target,
-                "--docker-config",
-                wrong.to_str().unwrap(),
-                "--ca-file",
-                reg.ca_file.to_str().unwrap(),
-            ],
-            &[],
-        ),
-        "push with a wrong password",
-    );
+    let e = refused(&wasm, &wrong, true, "push with a wrong password");
     assert!(e.contains("refused the password of user \"alice\""), "{e}");
     let junk = dir.join("junk.wasm");
     std::fs::write(&junk, b"\0asm\x01\0\0\0").unwrap();
-    let e = failed(
-        syncweave(
-            &dir,
-            &[
-                "plugin",
-                "push",
-                junk.to_str().unwrap(),
-                &target,
-                "--docker-config",
-                docker.to_str().unwrap(),
-                "--ca-file",
-                reg.ca_file.to_str().unwrap(),
-            ],
-            &[],
-        ),
-        "push of a core module",
-    );
+    let e = refused(&junk, &docker, true, "push of a core module");
     assert!(e.contains("is not a syncweave plugin component"), "{e}");
-    let e = failed(
-        syncweave(
-            &dir,
-            &[
-                "plugin",
-                "push",
-                wasm.to_str().unwrap(),
-                &target,
-                "--docker-config",
-                docker.to_str().unwrap(),
-            ],
-            &[],
-        ),
-        "push without the registry's CA",
-    );
+    let e = refused(&wasm, &docker, false, "push without the registry's CA");
     assert!(
         e.contains("certificate is not trusted") && e.contains("--ca-file"),
         "{e}"
@@ -787,19 +728,7 @@ async fn cosign_interop() {
         "syncweave plugin verify",
     );
     assert!(out.contains("verified"), "{out}");
-    ok(
-        syncweave(
-            &dir,
-            &[
-                "plugin",
-                "keygen",
-                "--out",
-                dir.join("own").to_str().unwrap(),
-            ],
-            &[],
-        ),
-        "keygen",
-    );
+    Cli::new(crate::binary(), &dir).keygen(&dir.join("own"));
     let e = failed(
         verify(&pinned, &dir.join("own.pub")),
         "verify with another key",

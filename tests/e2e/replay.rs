@@ -35,6 +35,29 @@ const MARK: &str = "syncweave.test/explode";
 /// The Secret's password, plain and as stored.
 const PASSWORD: &str = "correct-horse-battery";
 
+/// The captures listed on the debug endpoint at 127.0.0.1:`port`, and each
+/// one as served (its path, decoded, and its body), as `plugin replay`
+/// reads them.
+pub(crate) async fn served_captures(
+    port: u16,
+) -> Result<(CaptureList, Vec<(String, Capture, String)>), String> {
+    let (code, body) = http_get(port, "/debug/captures").await?;
+    if code != 200 {
+        return Err(format!("{code}: {body}"));
+    }
+    let list: CaptureList = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+    let mut served = Vec::new();
+    for s in &list.captures {
+        let (code, body) = http_get(port, &s.path).await?;
+        if code != 200 {
+            return Err(format!("{}: {code}: {body}", s.path));
+        }
+        let c: Capture = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        served.push((s.path.clone(), c, body));
+    }
+    Ok((list, served))
+}
+
 fn syncweave(args: &[&str], cache: &std::path::Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
         .args(args)
@@ -145,25 +168,16 @@ spec:
         "captures of the CronTab and of the Secret on /debug/captures",
         WAIT,
         || async {
-            let (code, body) = debug_get(debug_port, "/debug/captures").await?;
-            if code != 200 {
-                return Err(format!("{code}: {body}"));
-            }
-            let list: CaptureList = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+            let (list, served) = served_captures(debug_port).await?;
             let (mut primary, mut secret) = (None, None);
-            for s in &list.captures {
-                let (code, body) = debug_get(debug_port, &s.path).await?;
-                if code != 200 {
-                    return Err(format!("{}: {code}: {body}", s.path));
-                }
-                let c: Capture = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+            for (path, c, body) in served {
                 let kind = c
                     .call
                     .as_ref()
                     .and_then(|c| c.object.as_ref())
                     .map(|o| o["kind"].clone());
                 match kind.as_ref().and_then(Value::as_str) {
-                    Some("CronTab") => primary = Some((s.path.clone(), c)),
+                    Some("CronTab") => primary = Some((path, c)),
                     Some("Secret") => secret = Some((c, body)),
                     other => return Err(format!("unexpected capture of {other:?}: {body}")),
                 }
@@ -253,7 +267,7 @@ spec:
     // A saved capture replays too; a fixed build (here: the same component
     // with the echo mode, through --config) succeeds and prints its output.
     let saved = env.dir.join("capture.json");
-    let (_, body) = debug_get(debug_port, &path).await.unwrap();
+    let (_, body) = http_get(debug_port, &path).await.unwrap();
     std::fs::write(&saved, body).unwrap();
     let config = env.dir.join("echo.json");
     std::fs::write(&config, r#"{"mode":"echo"}"#).unwrap();

@@ -64,6 +64,19 @@ impl Cli {
             .expect("syncweave runs")
     }
 
+    /// `syncweave plugin keygen --out PREFIX`: writes PREFIX.key and
+    /// PREFIX.pub; the public key (PEM).
+    pub fn keygen(&self, prefix: &Path) -> String {
+        let out = self.run(
+            &["plugin", "keygen", "--out", prefix.to_str().unwrap()],
+            &[],
+        );
+        succeeded(out, "plugin keygen");
+        let public = prefix.with_extension("pub");
+        std::fs::read_to_string(&public)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", public.display()))
+    }
+
     /// `syncweave plugin push FILE TARGET --docker-config … --ca-file …
     /// <extra>` to `reg`; the digest-pinned reference it printed, checked.
     pub fn push(

@@ -65,33 +65,11 @@ pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{t}-{n}", std::process::id() % 10_000)
 }
 
-/// `GET path` on 127.0.0.1:`port` (the agent's metrics and health servers):
-/// the status code and the body.
+/// `GET path` on 127.0.0.1:`port` (the agent's metrics, health and debug
+/// servers), as curl through `kubectl port-forward` sends it (the debug
+/// endpoint refuses Host headers that are not loopback names): the status
+/// code and the body.
 pub async fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .map_err(|e| e.to_string())?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)
-        .await
-        .map_err(|e| e.to_string())?;
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not HTTP: {out}"))?;
-    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-    Ok((code, body))
-}
-
-/// `GET path` on the agent's debug endpoint on 127.0.0.1:`port`, as curl
-/// through `kubectl port-forward` sends it (the endpoint refuses Host
-/// headers that are not loopback names): the status code and the body.
-pub async fn debug_get(port: u16, path: &str) -> Result<(u16, String), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
