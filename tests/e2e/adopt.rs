@@ -10,10 +10,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
-use syncweave::sync::ObjectKey;
 use syncweave::sync::labels::*;
 use syncweave::sync::state::StateStore;
 use syncweave::sync::strip::{drop_subresources, strip_metadata};
+use syncweave::sync::{KeyParts, ObjectKey};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
@@ -53,11 +53,11 @@ async fn adopts_objects_synced_by_upstream_without_touching_them() {
         .await
         .unwrap();
     let remote = kcp_crontabs.get("legacy").await.unwrap();
-    let key = ObjectKey {
+    let key = ObjectKey::new(KeyParts {
         cluster: consumer.cluster.clone(),
         namespace: Some("default".into()),
         name: "legacy".into(),
-    };
+    });
     let local_name = default_copy_name("default", "legacy");
     apply(
         &env.service_client,

@@ -11,9 +11,9 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use syncweave::sync::ObjectKey;
 use syncweave::sync::labels::*;
 use syncweave::sync::state::StateStore;
+use syncweave::sync::{KeyParts, ObjectKey};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
@@ -83,11 +83,11 @@ fn annotation<'a>(obj: &'a DynamicObject, key: &str) -> Option<&'a str> {
 
 /// The key of CronTab `name` in namespace `default` of `cluster`.
 fn crontab_key(cluster: &str, name: &str) -> ObjectKey {
-    ObjectKey {
+    ObjectKey::new(KeyParts {
         cluster: cluster.to_string(),
         namespace: Some("default".into()),
         name: name.to_string(),
-    }
+    })
 }
 
 /// The state the agent stored for `key`, if its state Secret exists.

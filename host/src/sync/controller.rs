@@ -22,10 +22,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
-use super::ObjectKey;
 use super::cache::{Change, KcpCache};
 use super::labels::*;
 use super::syncer::{Outcome, SyncContext, SyncError};
+use super::{KeyParts, ObjectKey};
 use crate::runner::queue::WorkQueue;
 
 pub const WORKERS: usize = 4;
@@ -390,9 +390,9 @@ pub(super) async fn watch_loop<K, F>(
 pub fn local_key(obj: &DynamicObject) -> Option<ObjectKey> {
     let labels = obj.metadata.labels.as_ref()?;
     let ann = obj.metadata.annotations.as_ref()?;
-    Some(ObjectKey {
+    Some(ObjectKey::new(KeyParts {
         cluster: labels.get(REMOTE_CLUSTER_LABEL)?.clone(),
         namespace: ann.get(REMOTE_NAMESPACE_ANNOTATION).cloned(),
         name: ann.get(REMOTE_NAME_ANNOTATION)?.clone(),
-    })
+    }))
 }

@@ -205,14 +205,15 @@ pub fn leaf_paths(patch: &Value, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::KeyParts;
     use serde_json::json;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey {
+        ObjectKey::new(KeyParts {
             cluster: "c".into(),
             namespace: Some("ns".into()),
             name: name.into(),
-        }
+        })
     }
 
     #[test]

@@ -345,14 +345,15 @@ fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::KeyParts;
     use tokio::sync::Notify;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey {
+        ObjectKey::new(KeyParts {
             cluster: "c".into(),
             namespace: Some("ns".into()),
             name: name.into(),
-        }
+        })
     }
 
     #[test]

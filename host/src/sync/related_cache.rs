@@ -24,11 +24,11 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::runtime::watcher;
 use tracing::{debug, info, warn};
 
-use super::ObjectKey;
 use super::cache::{Change, KcpCache, Store};
 use super::controller::{local_key, watch_loop};
 use super::related::{Related, api_resource};
 use super::syncer::SyncContext;
+use super::{KeyParts, ObjectKey};
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 use crate::runner::queue::WorkQueue;
 use crate::selector::{Selector, SelectorExt};
@@ -293,11 +293,11 @@ fn primaries_of(
                         .get_ref(ns.as_deref().unwrap_or_default(), &owner.name);
                     out.extend(copy.and_then(|c| local_key(&c)));
                 } else {
-                    out.push(ObjectKey {
+                    out.push(ObjectKey::new(KeyParts {
                         cluster: cluster.clone(),
                         namespace: ns.clone(),
                         name: owner.name.clone(),
-                    });
+                    }));
                 }
             }
             Trigger::Selector(sel) => {
@@ -367,11 +367,11 @@ impl SideApi {
     }
 
     fn key(cluster: &str, ns: &str, name: &str) -> ObjectKey {
-        ObjectKey {
+        ObjectKey::new(KeyParts {
             cluster: cluster.to_string(),
             namespace: Some(ns.to_string()).filter(|n| !n.is_empty()),
             name: name.to_string(),
-        }
+        })
     }
 
     /// The object `ns/name` (empty `ns`: cluster-scoped), if it exists.

@@ -232,6 +232,7 @@ impl StateStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::KeyParts;
 
     // Vectors computed with upstream api-syncagent v0.7.0's own code: a
     // throwaway test in its internal/sync package called
@@ -241,11 +242,11 @@ mod tests {
     // snapshotObject(object, ["status"]) for the stored value.
 
     fn key(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
+        ObjectKey::new(KeyParts {
             cluster: cluster.into(),
             namespace: namespace.map(Into::into),
             name: name.into(),
-        }
+        })
     }
 
     #[test]

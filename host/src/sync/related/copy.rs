@@ -138,7 +138,7 @@ impl SyncContext {
             o.insert("kind".into(), json!(origin_api.ar.kind));
         }
         let desired = as_copy(source);
-        let state_key = ObjectKey {
+        let state_key = ObjectKey::new(KeyParts {
             cluster: if service {
                 String::new()
             } else {
@@ -146,7 +146,7 @@ impl SyncContext {
             },
             namespace: Some(orig_ns.clone()).filter(|n| !n.is_empty()),
             name: orig_name.clone(),
-        };
+        });
         let (pav, pkind) = (
             self.remote.ar.api_version.as_str(),
             self.remote.ar.kind.as_str(),

@@ -27,7 +27,7 @@ use super::labels::FINALIZER;
 use super::related_cache::SideApi;
 use super::strip::strip_metadata;
 use super::syncer::{Mutator, Origin, Outcome, SyncContext, SyncError};
-use super::{ObjectKey, patch};
+use super::{KeyParts, ObjectKey, patch};
 use crate::apis::{
     RegularExpression, RelatedResourceObjectReference, RelatedResourceObjectSelector,
     RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec,
