@@ -99,8 +99,9 @@ pub struct CommonArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_flag_duration)]
     pub leader_elect_retry_period: std::time::Duration,
 
-    /// Requests per second to kcp (all workspaces and shards together);
-    /// 0 means unlimited.
+    /// Requests per second to kcp (all workspaces and shards together;
+    /// Events about consumers' objects have a budget of their own of the
+    /// same size); 0 means unlimited.
     #[arg(long, value_name = "QPS", default_value_t = crate::client::DEFAULT_QPS, value_parser = parse_qps)]
     pub kcp_qps: f32,
 
@@ -150,6 +151,7 @@ impl CommonArgs {
     /// Install the client-side rate limits of both servers.
     pub fn apply_rate_limits(&self) {
         crate::client::set_limit("kcp", self.kcp_qps, self.kcp_burst);
+        crate::client::set_limit(crate::client::EVENTS, self.kcp_qps, self.kcp_burst);
         crate::client::set_limit("service", self.service_qps, self.service_burst);
     }
 }

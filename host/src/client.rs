@@ -7,7 +7,11 @@
 //! The rate limit is a token bucket shared by every client of one server
 //! (all kcp workspaces and shards share `kcp`'s; all service-cluster clients
 //! share `service`'s), as client-go's QPS/burst: an agent against a shared
-//! kcp must not send as fast as kcp answers. It waits in `poll_ready`, so
+//! kcp must not send as fast as kcp answers. Events posted into consumer
+//! workspaces have a bucket of their own ([`EVENTS`], as large as `kcp`'s),
+//! as a controller-runtime manager's event recorder has a client of its
+//! own: they are best effort, and with two per new object they would
+//! otherwise take two thirds of the budget the objects sync with. It waits in `poll_ready`, so
 //! queued requests keep their order behind kube's Buffer. A `429` with
 //! `Retry-After` pauses the whole bucket for that long (the request itself
 //! fails and is retried by its caller's backoff).
@@ -37,6 +41,8 @@ use tower::{Layer, Service};
 /// writes each) while still capping a runaway loop.
 pub const DEFAULT_QPS: f32 = 100.0;
 pub const DEFAULT_BURST: u32 = 200;
+/// The limiter (and metrics label) of Events posted into kcp.
+pub const EVENTS: &str = "kcp-events";
 /// The longest `Retry-After` honoured (a bogus header must not stall the agent).
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 

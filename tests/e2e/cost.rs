@@ -125,6 +125,23 @@ spec:
         per(writes),
         per(sum(&reconciles, |_| true)),
     );
+    // Whether a copy exists is answered by the copies cache: no read of
+    // the service cluster per new object (a LIST by label each was one,
+    // which the API server answers by scanning every object of the kind).
+    // The namespace of the copies was read once, before the warm-up.
+    let service_reads = sum(&requests, |k| {
+        k.contains("server=\"service\"") && k.contains("verb=\"get\"")
+    });
+    assert!(
+        service_reads < OBJECTS as u64 / 2,
+        "{service_reads} reads of the service cluster for {OBJECTS} new objects: {requests:?}"
+    );
+    // Events go through a budget of their own, not the one objects sync with.
+    let events = sum(&requests, |k| k.contains("server=\"kcp-events\""));
+    assert!(
+        events >= OBJECTS as u64,
+        "{events} Events posted for {OBJECTS} new objects: {requests:?}"
+    );
     // Naming and mutation run once each per new object.
     assert!(
         per(plugin_calls) <= 2.0,

@@ -71,6 +71,9 @@ pub struct KcpContext {
     pub export_workspace: String,
     pub export_client: Client,
     vw_clients: Arc<Mutex<HashMap<String, Client>>>,
+    /// Per shard, the connection pool Events go through: its own rate limit
+    /// ([`crate::client::EVENTS`]).
+    event_clients: Arc<Mutex<HashMap<String, Client>>>,
     /// The slice's virtual-workspace URLs, kept current by
     /// [`KcpContext::watch_endpoints`].
     endpoints: Arc<watch::Sender<Vec<String>>>,
@@ -149,6 +152,7 @@ impl KcpContext {
             export_workspace,
             export_client,
             vw_clients: Default::default(),
+            event_clients: Default::default(),
         })
     }
 
@@ -226,12 +230,42 @@ impl KcpContext {
         Ok(c)
     }
 
+    /// A client for posting Events into one consumer workspace: the same
+    /// shard and credentials as [`KcpContext::vw_client`], but a rate limit
+    /// of its own, so that Events (best effort; a new object gets two)
+    /// never take the budget objects sync with.
+    pub fn vw_event_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
+        let base = {
+            let mut pools = self.event_clients.lock().unwrap_or_else(|e| e.into_inner());
+            match pools.get(vw_url) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = crate::client::build(
+                        with_url(&self.base_config, vw_url)?,
+                        crate::client::EVENTS,
+                    )
+                    .map_err(kube_err("building kcp client for Events"))?;
+                    pools.insert(vw_url.to_string(), b.clone());
+                    b
+                }
+            }
+        };
+        Ok(crate::client::with_path_prefix(
+            &base,
+            format!("/clusters/{cluster}"),
+        ))
+    }
+
     /// Drop the clients of a shard that left the endpoint slice.
     pub fn forget_vw(&self, vw_url: &str) {
         self.vw_clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|u, _| u != vw_url && !u.starts_with(&format!("{vw_url}/clusters/")));
+        self.event_clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(vw_url);
     }
 
     /// Clients held: (shard connection pools, workspace views).

@@ -632,6 +632,11 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         }
     }
 
+    /// Whether `v` (by namespace/name) is cached.
+    pub fn contains(&self, v: &V) -> bool {
+        self.read().objects.contains_key(&object_ref(v))
+    }
+
     /// The one object with lookup key `key`; `None` if there is none or
     /// more than one (see [`Store::get_all`]).
     pub fn get(&self, key: &str) -> Option<Arc<V>> {

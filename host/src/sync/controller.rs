@@ -134,14 +134,42 @@ async fn recheck_on_plugin_change(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<Ob
 
 /// The copies on the service cluster: every event of a copy (the initial
 /// list too) re-checks the kcp object it belongs to.
+/// Every copy of the kind (anything with the identity labels), so that the
+/// cache alone answers "is there a copy of this kcp object?": a new object
+/// costs no request to find out, where a LIST by label per object would
+/// make the API server scan every object of the kind each time. Copies of
+/// other agents (another kcp syncing into this cluster) are not cached;
+/// copies with no agent label (made before agents had names) are, and are
+/// adopted.
 async fn watch_copies(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
     let api: Api<DynamicObject> = Api::all_with(ctx.service.clone(), &ctx.local.ar);
-    let cfg = watcher::Config::default().labels(&format!("{AGENT_NAME_LABEL}={}", ctx.agent_name));
+    let cfg = watcher::Config::default().labels(REMOTE_CLUSTER_LABEL);
     let copies = &ctx.copies;
+    let agent = ctx.agent_name.as_str();
     watch_loop("service", api, cfg, queue, move |ev| {
+        let ev = match ev {
+            Change::Listed(o) if !ours(&o, agent) => return vec![],
+            // Relabelled for another agent: no longer this one's.
+            Change::Apply(o) | Change::Delete(o) if !ours(&o, agent) => {
+                if !copies.contains(&o) {
+                    return vec![];
+                }
+                Change::Delete(o)
+            }
+            ev => ev,
+        };
         copies.feed(ev, |o, _| local_key(o).into_iter().collect())
     })
     .await;
+}
+
+/// Whether `copy` is this agent's: labelled with its name, or with none.
+pub fn ours(copy: &DynamicObject, agent: &str) -> bool {
+    copy.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(AGENT_NAME_LABEL))
+        .is_none_or(|a| a == agent)
 }
 
 impl crate::runner::Reconcile for SyncContext {

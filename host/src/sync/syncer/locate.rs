@@ -113,9 +113,11 @@ impl SyncContext {
         key: &ObjectKey,
     ) -> Result<Option<Arc<DynamicObject>>, SyncError> {
         if self.copies.synced() {
+            // The copies watch sees every copy this agent may own (its
+            // own and unlabelled ones), so the cache is the whole answer.
             let found = self.copies.get_all(&key.to_string());
             match found.len() {
-                0 => {}
+                0 => return Ok(None),
                 1 => return Ok(found.into_iter().next()),
                 count => {
                     return Err(SyncError::Ambiguous {
@@ -131,12 +133,10 @@ impl SyncContext {
                 }
             }
         }
-        // Not in the cache: a new object, or a copy without this agent's
-        // label (made by an earlier agent); ask the API. From its watch
-        // cache (resourceVersion 0): a quorum LIST by label scans every
-        // object of the kind in etcd, once per new object. A copy made a
-        // moment ago that this misses makes the create fail with
-        // AlreadyExists, which adopts it.
+        // The cache has not listed yet: ask the API, from its watch cache
+        // (resourceVersion 0; a quorum LIST by label would scan every
+        // object of the kind in etcd). A copy made a moment ago that this
+        // misses makes the create fail with AlreadyExists, which adopts it.
         let selector = self
             .identity_labels(key)
             .iter()
@@ -145,12 +145,15 @@ impl SyncContext {
             .join(",");
         let list = self
             .local_api(None)
-            .list(&ListParams::default().labels(&selector).limit(2).match_any())
+            .list(&ListParams::default().labels(&selector).match_any())
             .await
             .map_err(kerr("listing", format!("service copies of {key}")))?;
-        match list.items.len() {
+        let mut items: Vec<_> = (list.items.into_iter())
+            .filter(|o| crate::sync::controller::ours(o, &self.agent_name))
+            .collect();
+        match items.len() {
             0 => Ok(None),
-            1 => Ok(list.items.into_iter().next().map(Arc::new)),
+            1 => Ok(items.pop().map(Arc::new)),
             count => Err(SyncError::Ambiguous {
                 count,
                 key: key.clone(),

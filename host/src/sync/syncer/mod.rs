@@ -331,7 +331,10 @@ impl SyncContext {
         let Ok(obj) = serde_json::from_value::<DynamicObject>(remote.clone()) else {
             return;
         };
-        let Ok(client) = self.kcp_client(&key.cluster) else {
+        let Some(url) = self.cache.route(&key.cluster) else {
+            return;
+        };
+        let Ok(client) = self.kcp.vw_event_client(&url, &key.cluster) else {
             return;
         };
         let event = events::event_for(&obj, &self.agent_name, warning, reason, &message);
