@@ -102,6 +102,8 @@ pub struct Metrics {
     pub rate_limiter_wait: Family<ServerLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
     /// Writes refused because this replica's lease was not renewed in time.
     pub fenced_writes: Counter,
+    /// Events not posted because the recorder's backlog was full.
+    pub events_dropped: Counter,
     /// 1 while this replica holds the leader lease (or runs without election).
     pub leader: Gauge<i64, AtomicI64>,
     /// Tokio tasks alive (read at each scrape): flat in steady state.
@@ -195,6 +197,12 @@ fn new_metrics() -> Metrics {
         "Writes refused before they left the process because the leader lease was not renewed in time",
         fenced_writes.clone(),
     );
+    let events_dropped = Counter::default();
+    registry.register(
+        "syncweave_events_dropped",
+        "Events about consumers' objects not posted because the recorder's backlog (1024) was full; Events are best effort",
+        events_dropped.clone(),
+    );
     let leader = Gauge::<i64, AtomicI64>::default();
     registry.register(
         "syncweave_leader",
@@ -233,6 +241,7 @@ fn new_metrics() -> Metrics {
         components_resident,
         rate_limiter_wait,
         fenced_writes,
+        events_dropped,
         leader,
         published_resources,
         reconciles,

@@ -164,6 +164,7 @@ impl Recorder {
         if self.tx.try_send((client, event)).is_err() {
             self.dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            crate::metrics::METRICS.events_dropped.inc();
             return false;
         }
         true
@@ -500,11 +501,14 @@ mod tests {
             r.record(client.clone(), ev("boom")),
             "posted again after the window"
         );
-        // The backlog is bounded: beyond it Events are dropped, not queued.
+        // The backlog is bounded: beyond it Events are dropped, not queued,
+        // and counted where an operator sees them.
+        let exported = crate::metrics::METRICS.events_dropped.get();
         for i in 0..BACKLOG {
             r.record(client.clone(), ev(&format!("m{i}")));
         }
         assert!(r.dropped() > 0);
+        assert!(crate::metrics::METRICS.events_dropped.get() - exported >= r.dropped());
     }
 
     #[test]
