@@ -70,10 +70,9 @@ pub struct KcpContext {
     /// Workspace (path or cluster name) holding the APIExport and its schemas.
     pub export_workspace: String,
     pub export_client: Client,
-    vw_clients: Arc<Mutex<HashMap<String, Client>>>,
-    /// Per shard, the connection pool Events go through: its own rate limit
-    /// ([`crate::client::EVENTS`]).
-    event_clients: Arc<Mutex<HashMap<String, Client>>>,
+    /// By (rate limiter, URL): per shard URL a connection pool, per
+    /// workspace URL a view on it.
+    vw_clients: Arc<Mutex<HashMap<(&'static str, String), Client>>>,
     /// The slice's virtual-workspace URLs, kept current by
     /// [`KcpContext::watch_endpoints`].
     endpoints: Arc<watch::Sender<Vec<String>>>,
@@ -152,7 +151,6 @@ impl KcpContext {
             export_workspace,
             export_client,
             vw_clients: Default::default(),
-            event_clients: Default::default(),
         })
     }
 
@@ -205,23 +203,36 @@ impl KcpContext {
         }
     }
 
-    /// A client for `<vw_url>/clusters/<cluster>`; `cluster` may be `*` for
-    /// wildcard list/watch across every bound workspace. Clients are cached.
-    /// A client for workspace `cluster` (or `*`) through the virtual
-    /// workspace at `vw_url`. Every workspace of a shard shares one client
-    /// and so one connection pool (and TLS setup); a workspace's client is a
+    /// A client for workspace `cluster` (or `*`, for wildcard list/watch
+    /// across every bound workspace) through the virtual workspace at
+    /// `vw_url`. Every workspace of a shard shares one client and so one
+    /// connection pool (and TLS setup); a workspace's client is a cached,
     /// thin view on it that puts `/clusters/<cluster>` before each path.
     pub fn vw_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
-        let url = format!("{vw_url}/clusters/{cluster}");
+        self.view("kcp", vw_url, cluster)
+    }
+
+    /// Like [`KcpContext::vw_client`], for posting Events: a connection
+    /// pool with a rate limit of its own ([`crate::client::EVENTS`]), so
+    /// that Events (best effort; a new object gets two) never take the
+    /// budget objects sync with.
+    pub fn vw_event_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
+        self.view(crate::client::EVENTS, vw_url, cluster)
+    }
+
+    fn view(&self, limiter: &'static str, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
+        let url = (limiter, format!("{vw_url}/clusters/{cluster}"));
         let mut cache = self.vw_clients.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cache.get(&url) {
             return Ok(c.clone());
         }
-        let base = match cache.get(vw_url) {
+        let pool = (limiter, vw_url.to_string());
+        let base = match cache.get(&pool) {
             Some(b) => b.clone(),
             None => {
-                let b = client_for(&with_url(&self.base_config, vw_url)?)?;
-                cache.insert(vw_url.to_string(), b.clone());
+                let b = crate::client::build(with_url(&self.base_config, vw_url)?, limiter)
+                    .map_err(kube_err("building kcp client"))?;
+                cache.insert(pool, b.clone());
                 b
             }
         };
@@ -230,48 +241,22 @@ impl KcpContext {
         Ok(c)
     }
 
-    /// A client for posting Events into one consumer workspace: the same
-    /// shard and credentials as [`KcpContext::vw_client`], but a rate limit
-    /// of its own, so that Events (best effort; a new object gets two)
-    /// never take the budget objects sync with.
-    pub fn vw_event_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
-        let base = {
-            let mut pools = self.event_clients.lock().unwrap_or_else(|e| e.into_inner());
-            match pools.get(vw_url) {
-                Some(b) => b.clone(),
-                None => {
-                    let b = crate::client::build(
-                        with_url(&self.base_config, vw_url)?,
-                        crate::client::EVENTS,
-                    )
-                    .map_err(kube_err("building kcp client for Events"))?;
-                    pools.insert(vw_url.to_string(), b.clone());
-                    b
-                }
-            }
-        };
-        Ok(crate::client::with_path_prefix(
-            &base,
-            format!("/clusters/{cluster}"),
-        ))
-    }
-
     /// Drop the clients of a shard that left the endpoint slice.
     pub fn forget_vw(&self, vw_url: &str) {
+        let views = format!("{vw_url}/clusters/");
         self.vw_clients
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|u, _| u != vw_url && !u.starts_with(&format!("{vw_url}/clusters/")));
-        self.event_clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(vw_url);
+            .retain(|(_, u), _| u != vw_url && !u.starts_with(&views));
     }
 
     /// Clients held: (shard connection pools, workspace views).
     pub fn vw_client_counts(&self) -> (usize, usize) {
         let cache = self.vw_clients.lock().unwrap_or_else(|e| e.into_inner());
-        let views = cache.keys().filter(|u| u.contains("/clusters/")).count();
+        let views = cache
+            .keys()
+            .filter(|(_, u)| u.contains("/clusters/"))
+            .count();
         (cache.len() - views, views)
     }
 }
