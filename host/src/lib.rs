@@ -14,6 +14,7 @@
 // Foundations: no knowledge of kcp or of plugins.
 pub mod backoff;
 pub mod logging;
+pub mod malloc;
 pub mod metrics;
 pub mod selector;
 pub mod validation;

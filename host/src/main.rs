@@ -3,8 +3,22 @@ use std::process::ExitCode;
 use clap::Parser;
 use syncweave::cli::{Cli, Command};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before any other thread exists (the runtime's are started below).
+    syncweave::malloc::limit_arenas();
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(run()),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Version => {
