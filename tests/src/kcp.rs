@@ -153,7 +153,9 @@ fn start_sharded() -> Result<Kcp> {
     )
 }
 
-/// Kill every process whose command line mentions `dir`.
+/// Kill every process whose command line mentions `dir` or that runs in it
+/// (sharded-test-server starts its cache-server with relative paths, from
+/// the run's directory: only its working directory names the run).
 fn kill_processes_mentioning(dir: &Path) {
     let needle = dir.to_string_lossy().into_owned();
     let Ok(procs) = std::fs::read_dir("/proc") else {
@@ -167,7 +169,9 @@ fn kill_processes_mentioning(dir: &Path) {
             continue;
         }
         let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+        let runs_here =
+            std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir));
+        if runs_here || String::from_utf8_lossy(&cmdline).contains(&needle) {
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }

@@ -14,13 +14,9 @@
 //! Reconciles read from here; writes go to the API and are written through,
 //! so the next reconcile does not act on what it just changed.
 //!
-//! Objects are kept serialized and deflated ([`Packed`]): a small
-//! Kubernetes object decoded into a tree costs several times its JSON size
-//! (every JSON object and label map is a B-tree node of eleven slots), and
-//! the kcp objects, their copies and their state Secrets are most of the
-//! agent's memory at scale. Deflate (fastest level) halves a typical
-//! object's JSON (labels and annotations repeat their prefixes) for a few
-//! microseconds; a read inflates and decodes the one object it needs.
+//! Objects are kept serialized and deflated, each cache against its own
+//! dictionary ([`super::pack`]); a read inflates and decodes the one object
+//! it needs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -28,9 +24,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
+pub(super) use super::pack::resource_version;
+use super::pack::{Cacheable, DictSlot, Packed};
 use super::{KeyParts, ObjectKey};
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 
@@ -54,60 +50,6 @@ impl<K> From<kube::runtime::watcher::Event<K>> for Change<K> {
             Event::Delete(o) => Change::Delete(o),
         }
     }
-}
-
-/// One cached object: its JSON, deflated, and its resource version.
-struct Packed {
-    deflated: Box<[u8]>,
-    rv: Option<u64>,
-}
-
-/// miniz's fastest level: most of the saving at a fraction of the time.
-const DEFLATE_LEVEL: u8 = 1;
-/// Refuse to inflate more than this (the API server's object limit is
-/// 1.5 MiB of JSON; a bigger result is a bug, not an object).
-const MAX_OBJECT_BYTES: usize = 8 << 20;
-
-impl Packed {
-    /// Pack `v` without its managedFields (often the largest part of an
-    /// object, never read by the syncer; an update without them keeps the
-    /// server's).
-    fn pack<V: kube::Resource + Serialize>(mut v: V) -> Option<Packed> {
-        v.meta_mut().managed_fields = None;
-        let rv = resource_version(&v);
-        match serde_json::to_vec(&v) {
-            Ok(json) => Some(Packed {
-                deflated: miniz_oxide::deflate::compress_to_vec(&json, DEFLATE_LEVEL)
-                    .into_boxed_slice(),
-                rv,
-            }),
-            Err(e) => {
-                // Cannot happen for objects that came as JSON; not caching
-                // one makes its reads go to the API.
-                tracing::warn!(error = %e, "cannot cache an object");
-                None
-            }
-        }
-    }
-
-    fn unpack<V: DeserializeOwned>(&self) -> Option<Arc<V>> {
-        let json =
-            miniz_oxide::inflate::decompress_to_vec_with_limit(&self.deflated, MAX_OBJECT_BYTES)
-                .ok()?;
-        serde_json::from_slice(&json).ok().map(Arc::new)
-    }
-
-    /// Whether `rv` is older than this (both from the same server).
-    /// Resource versions are opaque to clients, but kcp's and
-    /// kube-apiserver's are etcd revisions; when either does not parse, the
-    /// incoming object wins.
-    fn newer_than(&self, rv: Option<u64>) -> bool {
-        matches!((rv, self.rv), (Some(a), Some(b)) if a < b)
-    }
-}
-
-pub(super) fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
-    v.meta().resource_version.as_deref()?.parse().ok()
 }
 
 /// How long a deletion is remembered. The API's answer to the agent's own
@@ -189,6 +131,8 @@ impl<K: Hash + Eq + Clone> Tombstones<K> {
 #[derive(Default)]
 pub struct KcpCache {
     inner: RwLock<Inner>,
+    /// What every object here is deflated against.
+    dict: DictSlot,
 }
 
 #[derive(Default)]
@@ -240,7 +184,7 @@ impl KcpCache {
     pub fn apply(&self, url: &Arc<str>, obj: DynamicObject) -> Option<ObjectKey> {
         let key = key_of(&obj)?;
         let rv = resource_version(&obj);
-        let packed = Packed::pack(obj);
+        let packed = Packed::pack(obj, &self.dict);
         let mut inner = self.write();
         inner.routes.insert(key.cluster.clone(), url.clone());
         if let Some(e) = inner.objects.get(&key)
@@ -277,7 +221,7 @@ impl KcpCache {
     pub fn write_through(&self, obj: DynamicObject) {
         let Some(key) = key_of(&obj) else { return };
         let rv = resource_version(&obj);
-        let Some(packed) = Packed::pack(obj) else {
+        let Some(packed) = Packed::pack(obj, &self.dict) else {
             return;
         };
         let mut inner = self.write();
@@ -315,7 +259,7 @@ impl KcpCache {
     /// One object of the (re-)list from `url`.
     pub fn listed(&self, url: &Arc<str>, obj: DynamicObject) {
         let Some(key) = key_of(&obj) else { return };
-        let Some(packed) = Packed::pack(obj) else {
+        let Some(packed) = Packed::pack(obj, &self.dict) else {
             return;
         };
         if let Some(buf) = self.write().relisting.get_mut(url) {
@@ -381,7 +325,10 @@ impl KcpCache {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        self.read().objects.get(key).and_then(|e| e.obj.unpack())
+        self.read()
+            .objects
+            .get(key)
+            .and_then(|e| e.obj.unpack(&self.dict))
     }
 
     /// The resourceVersion of the cached `key`, without decoding it.
@@ -411,7 +358,7 @@ impl KcpCache {
             .objects
             .iter()
             .filter(|(k, _)| k.cluster == cluster && by_key(k))
-            .filter_map(|(_, e)| e.obj.unpack().filter(|o| keep(o)))
+            .filter_map(|(_, e)| e.obj.unpack(&self.dict).filter(|o| keep(o)))
             .collect()
     }
 
@@ -444,23 +391,68 @@ impl KcpCache {
 pub struct Store<V> {
     inner: RwLock<StoreInner>,
     key_of: fn(&V) -> Option<String>,
+    /// What every object here is deflated against.
+    dict: DictSlot,
 }
 
 struct StoreInner {
     /// By the object's own namespace/name.
-    objects: HashMap<String, StoreEntry>,
-    /// Lookup key → namespace/name of the objects with that key (almost
-    /// always one: a Vec, not a set, whose smallest node is far bigger).
-    index: HashMap<String, Vec<String>>,
-    relist: Option<Vec<(String, StoreEntry)>>,
+    objects: HashMap<Arc<str>, StoreEntry>,
+    /// Lookup key → namespace/name of the objects with that key. Both
+    /// strings are shared with `objects`: at 100 000 objects, a copy of
+    /// each would cost more than the index's tables.
+    index: HashMap<Arc<str>, Refs>,
+    relist: Option<Vec<(Arc<str>, StoreEntry)>>,
     synced: bool,
-    tombstones: Tombstones<String>,
+    tombstones: Tombstones<Arc<str>>,
 }
 
 struct StoreEntry {
     obj: Packed,
     /// Its lookup key, kept to unindex it without decoding it.
-    key: Option<String>,
+    key: Option<Arc<str>>,
+}
+
+/// The objects with one lookup key: almost always one, which needs no
+/// allocation of its own.
+enum Refs {
+    One(Arc<str>),
+    Many(Vec<Arc<str>>),
+}
+
+impl Refs {
+    fn as_slice(&self) -> &[Arc<str>] {
+        match self {
+            Refs::One(r) => std::slice::from_ref(r),
+            Refs::Many(v) => v,
+        }
+    }
+
+    fn push(&mut self, oref: Arc<str>) {
+        match self {
+            Refs::One(r) => {
+                let first = r.clone();
+                *self = Refs::Many(vec![first, oref]);
+            }
+            Refs::Many(v) => v.push(oref),
+        }
+    }
+
+    /// Take `oref` out; false when none is left.
+    fn remove(&mut self, oref: &str) -> bool {
+        match self {
+            Refs::One(r) => **r != *oref,
+            Refs::Many(v) => {
+                v.retain(|o| **o != *oref);
+                let left = !v.is_empty();
+                if let [one] = v.as_slice() {
+                    let one = one.clone();
+                    *self = Refs::One(one);
+                }
+                left
+            }
+        }
+    }
 }
 
 fn object_ref<V: kube::Resource>(v: &V) -> String {
@@ -476,18 +468,16 @@ impl StoreInner {
     fn remove(&mut self, oref: &str) {
         if let Some(old) = self.objects.remove(oref)
             && let Some(k) = old.key
-            && let Some(set) = self.index.get_mut(&k)
+            && let Some(refs) = self.index.get_mut(&k)
+            && !refs.remove(oref)
         {
-            set.retain(|o| o != oref);
-            if set.is_empty() {
-                self.index.remove(&k);
-            }
+            self.index.remove(&k);
         }
     }
 
     /// Insert unless the stored object is newer (a write-through that the
     /// watch has not caught up with yet).
-    fn insert(&mut self, oref: String, entry: StoreEntry) {
+    fn insert(&mut self, oref: Arc<str>, entry: StoreEntry) {
         if let Some(old) = self.objects.get(&oref)
             && old.obj.newer_than(entry.obj.rv)
         {
@@ -496,13 +486,20 @@ impl StoreInner {
         self.remove(&oref);
         if let Some(k) = &entry.key {
             // `remove` above took out any earlier entry of `oref`.
-            self.index.entry(k.clone()).or_default().push(oref.clone());
+            match self.index.entry(k.clone()) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    e.get_mut().push(oref.clone())
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(Refs::One(oref.clone()));
+                }
+            }
         }
         self.objects.insert(oref, entry);
     }
 }
 
-impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
+impl<V: Cacheable> Store<V> {
     pub fn new(key_of: fn(&V) -> Option<String>) -> Arc<Self> {
         Arc::new(Store {
             inner: RwLock::new(StoreInner {
@@ -513,6 +510,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
                 tombstones: Tombstones::default(),
             }),
             key_of,
+            dict: DictSlot::default(),
         })
     }
 
@@ -524,10 +522,10 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn entry(&self, v: V) -> Option<(String, StoreEntry)> {
-        let oref = object_ref(&v);
-        let key = (self.key_of)(&v);
-        let obj = Packed::pack(v)?;
+    fn entry(&self, v: V) -> Option<(Arc<str>, StoreEntry)> {
+        let oref = object_ref(&v).into();
+        let key = (self.key_of)(&v).map(Arc::from);
+        let obj = Packed::pack(v, &self.dict)?;
         Some((oref, StoreEntry { obj, key }))
     }
 
@@ -559,7 +557,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
 
     /// A watch event deleted `v`.
     pub fn delete(&self, v: &V) {
-        let oref = object_ref(v);
+        let oref: Arc<str> = object_ref(v).into();
         let mut inner = self.write();
         inner.remove(&oref);
         inner.tombstones.bury(oref, resource_version(v));
@@ -616,11 +614,12 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
                 // The echo of the agent's own write (written through
                 // already) needs no reconcile: its writer handled it.
                 let rv = v.meta().resource_version.clone();
-                let echo =
-                    rv.is_some()
-                        && self.read().objects.get(&object_ref(&v)).is_some_and(|e| {
-                            e.obj.rv == rv.as_deref().and_then(|r| r.parse().ok())
-                        });
+                let echo = rv.is_some()
+                    && self
+                        .read()
+                        .objects
+                        .get(object_ref(&v).as_str())
+                        .is_some_and(|e| e.obj.rv == rv.as_deref().and_then(|r| r.parse().ok()));
                 let keys = if echo { vec![] } else { keys_of(&v, false) };
                 self.apply(v);
                 keys
@@ -634,7 +633,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
 
     /// Whether `v` (by namespace/name) is cached.
     pub fn contains(&self, v: &V) -> bool {
-        self.read().objects.contains_key(&object_ref(v))
+        self.read().objects.contains_key(object_ref(v).as_str())
     }
 
     /// The one object with lookup key `key`; `None` if there is none or
@@ -651,7 +650,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
     /// without decoding it; `None` if there is none or more than one.
     pub fn resource_version(&self, key: &str) -> Option<u64> {
         let inner = self.read();
-        match inner.index.get(key).map(Vec::as_slice) {
+        match inner.index.get(key).map(Refs::as_slice) {
             Some([oref]) => inner.objects.get(oref)?.obj.rv,
             _ => None,
         }
@@ -663,9 +662,10 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         inner
             .index
             .get(key)
-            .into_iter()
-            .flatten()
-            .filter_map(|oref| inner.objects.get(oref)?.obj.unpack())
+            .map(Refs::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|oref| inner.objects.get(oref)?.obj.unpack(&self.dict))
             .collect()
     }
 
@@ -674,9 +674,9 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
     pub fn get_ref(&self, namespace: &str, name: &str) -> Option<Arc<V>> {
         self.read()
             .objects
-            .get(&format!("{namespace}/{name}"))?
+            .get(format!("{namespace}/{name}").as_str())?
             .obj
-            .unpack()
+            .unpack(&self.dict)
     }
 
     /// Every object that `keep` accepts (each one decoded: for rare scans).
@@ -684,7 +684,7 @@ impl<V: kube::Resource + Serialize + DeserializeOwned> Store<V> {
         self.read()
             .objects
             .values()
-            .filter_map(|e| e.obj.unpack().filter(|v| keep(v)))
+            .filter_map(|e| e.obj.unpack(&self.dict).filter(|v| keep(v)))
             .collect()
     }
 
@@ -986,37 +986,6 @@ mod tests {
                 .managed_fields
                 .is_none()
         );
-    }
-
-    /// A copy as the agent makes it (identity labels, annotations, spec):
-    /// kept deflated, it costs well under its JSON, and comes back whole.
-    #[test]
-    fn objects_are_kept_deflated_and_come_back_whole() {
-        let copy: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": "CronTab",
-            "metadata": {
-                "name": "2747cabbb481a433679f-02d4e20d992dd1573698",
-                "namespace": "14j2ymfymzojojz9", "resourceVersion": "1422",
-                "uid": "23a3ca82-7cc3-41f7-b845-e3a85f90af74",
-                "creationTimestamp": "2026-11-27T10:54:45Z", "generation": 1,
-                "annotations": {"syncagent.kcp.io/remote-object-name": "p2-002840",
-                                "syncagent.kcp.io/remote-object-namespace": "default"},
-                "labels": {"syncagent.kcp.io/agent-name": "bench-agent",
-                           "syncagent.kcp.io/remote-object-cluster": "14j2ymfymzojojz9",
-                           "syncagent.kcp.io/remote-object-name-hash": "b80b9b55be5c6300b5b712edfa4adb84a44df9a3",
-                           "syncagent.kcp.io/remote-object-namespace-hash": "7505d64a54e061b7acd54ccd58b49dc43500b635"}},
-            "spec": {"cronSpec": "* * * * */5", "image": "bench-image", "replicas": 1}
-        }))
-        .unwrap();
-        let json = serde_json::to_vec(&copy).unwrap().len();
-        let packed = Packed::pack(copy.clone()).unwrap();
-        assert!(
-            packed.deflated.len() * 10 < json * 7,
-            "{} bytes packed for {json} of JSON",
-            packed.deflated.len()
-        );
-        assert_eq!(*packed.unpack::<DynamicObject>().unwrap(), copy);
-        assert_eq!(packed.rv, Some(1422));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod events;
 pub mod gojson;
 pub mod labels;
 pub mod naming;
+pub mod pack;
 pub mod patch;
 pub mod related;
 pub mod related_cache;
