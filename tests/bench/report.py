@@ -324,9 +324,11 @@ def scale(runs):
         for a in run.get("agents", []):
             p2, p3, c = a.get("p2") or {}, a.get("p3") or {}, a.get("cost") or {}
             at = a.get("p1_at_size") or {}
+            sus = a.get("p1_sustained") or {}
             rows.append(
                 [
                     a["agent"],
+                    f"`{(run.get('commit') or '?')[:7]}`",
                     f"{p2.get('objects', run['options'].get('objects'))} in {run['options'].get('workspaces')}",
                     p2_rate(a),
                     num(p2.get("ready_seconds"), "{:.2f} s"),
@@ -337,12 +339,14 @@ def scale(runs):
                     num(p2.get("cpu_seconds_per_1000_objects")),
                     num(c.get("plugin_calls_per_object")),
                     num(c.get("writes_per_object")),
+                    sus and f"{ms(sus.get('p50_ms'))} / {ms(sus.get('p99_ms'))}",
                     at and f"{ms(at.get('p50_ms'))} / {ms(at.get('p99_ms'))}",
                 ]
             )
     return table(
         [
             "agent",
+            "commit",
             "objects in workspaces",
             "P2 objects/s",
             "start to Ready",
@@ -353,6 +357,7 @@ def scale(runs):
             "CPU s / 1 000",
             "plugin calls / object",
             "writes / object",
+            "P1 sustained p50 / p99 (idle agent, no object held)",
             "P1 at size p50 / p99",
         ],
         rows,

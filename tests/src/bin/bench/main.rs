@@ -290,8 +290,32 @@ pub fn mb(kb: Option<u64>) -> String {
     kb.map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0))
 }
 
+/// The checkout's commit and whether it had uncommitted changes, read when
+/// the bench starts: a long run outlives commits made meanwhile, and its
+/// figures belong to the code it started with.
+static SOURCE: std::sync::OnceLock<(Option<String>, Option<bool>)> = std::sync::OnceLock::new();
+
+fn source() -> &'static (Option<String>, Option<bool>) {
+    SOURCE.get_or_init(|| {
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(repo())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        (
+            git(&["rev-parse", "HEAD"]),
+            git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+        )
+    })
+}
+
 fn main() {
     T0.get_or_init(Instant::now);
+    source();
     if let Err(e) = real_main() {
         eprintln!("bench failed: {e:#}");
         std::process::exit(1);
@@ -445,15 +469,6 @@ fn write_json(
     if let Some(dir) = opts.out.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(repo())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -463,8 +478,8 @@ fn write_json(
         &opts.out,
         serde_json::to_string_pretty(&json!({
             "kind": opts.mode,
-            "commit": git(&["rev-parse", "HEAD"]),
-            "uncommitted_changes": git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty()),
+            "commit": source().0,
+            "uncommitted_changes": source().1,
             "started_at_unix": started,
             "options": opts,
             "machine": machine,
