@@ -339,8 +339,8 @@ def scale(runs):
                     num(p2.get("cpu_seconds_per_1000_objects")),
                     num(c.get("plugin_calls_per_object")),
                     num(c.get("writes_per_object")),
-                    sus and f"{ms(sus.get('p50_ms'))} / {ms(sus.get('p99_ms'))}",
-                    at and f"{ms(at.get('p50_ms'))} / {ms(at.get('p99_ms'))}",
+                    f"{ms(sus.get('p50_ms'))} / {ms(sus.get('p99_ms'))}" if sus else "not run",
+                    f"{ms(at.get('p50_ms'))} / {ms(at.get('p99_ms'))}" if at else "not run",
                 ]
             )
     return table(
