@@ -39,6 +39,13 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         opts.ca_file_override.as_deref(),
     )
     .await?;
+    // A server that hangs shows on /readyz, found by pings (no requests).
+    tokio::spawn(crate::liveness::run(
+        service_cfg.clone(),
+        "service",
+        cancel.clone(),
+    ));
+    tokio::spawn(crate::liveness::run(kcp_cfg.clone(), "kcp", cancel.clone()));
     // Leader election uses its own client, outside the write fence it opens.
     let lease_client = crate::client::build_unfenced(service_cfg.clone(), "lease")
         .context("--kubeconfig: building service-cluster client")?;
@@ -228,6 +235,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         ),
         Err(e) => return Err(e.into()),
     };
+    tokio::spawn(crate::liveness::run(kcp_cfg.clone(), "kcp", cancel.clone()));
     let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
     let lease_client = crate::init::lease_client(&kcp_cfg, &opts.config_workspace)?;
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())

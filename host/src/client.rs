@@ -19,9 +19,9 @@
 //! The stack also remembers how each server last answered
 //! ([`server_health`]): `/readyz` reports that instead of sending probes, so
 //! a kubelet-probed agent in steady state sends nothing but its watches. A
-//! server that goes away fails the next request anyway: the watches re-list
-//! with backoff when their connection breaks, and re-watch before their
-//! timeout even when nothing changes.
+//! server that goes away fails the next request anyway (the watches re-list
+//! with backoff when their connection breaks); one that goes silent is
+//! noticed by [`crate::liveness`]'s HTTP/2 pings.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -127,22 +127,14 @@ struct LastAnswer {
     last_ok: Option<tokio::time::Instant>,
 }
 
-/// Servers with a heartbeat: a watch the agent re-opens every so often
-/// (its server-side timeout), so a proper answer older than this bound
-/// means the server hangs (a frozen or black-holed server answers nothing,
-/// and open watches just stay silent).
+/// Servers the agent checks regularly: asked something, or pinged
+/// ([`crate::liveness`]), at least every bound / 3, so no sign of life for
+/// longer than the bound means the server hangs (a frozen or black-holed
+/// server answers nothing, and open watches just stay silent).
 static HEARTBEATS: OnceLock<Mutex<HashMap<&'static str, Duration>>> = OnceLock::new();
 
-/// The server-side timeout to give one watch on `server` so that it serves
-/// as its heartbeat; from now on `server_health` reports a server that has
-/// not answered properly for three of these as hanging.
-pub fn heartbeat(server: &'static str) -> u32 {
-    expect_answers(server, HEARTBEAT * 3);
-    HEARTBEAT.as_secs() as u32
-}
-
-/// `server` is asked something at least every `within` / 3 (a heartbeat
-/// watch, the leader Lease's renewals): longer without a proper answer
+/// `server` is asked or pinged at least every `within` / 3 (liveness
+/// pings, the leader Lease's renewals): longer without a sign of life
 /// means it hangs.
 pub fn expect_answers(server: &'static str, within: Duration) {
     HEARTBEATS
@@ -152,9 +144,18 @@ pub fn expect_answers(server: &'static str, within: Duration) {
         .insert(server, within);
 }
 
-/// How often a heartbeat watch is re-opened (each re-open is a watch
-/// request: the steady state still sends nothing but watches).
-pub const HEARTBEAT: Duration = Duration::from_secs(10);
+/// When each server last answered a liveness ping ([`crate::liveness`]).
+static ALIVE: OnceLock<Mutex<HashMap<&'static str, tokio::time::Instant>>> = OnceLock::new();
+
+/// `server` answered a liveness ping: it is not hanging (how it answers
+/// requests is still what [`server_health`] reports).
+pub fn record_alive(server: &'static str) {
+    ALIVE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(server, tokio::time::Instant::now());
+}
 
 static ANSWERS: OnceLock<Mutex<HashMap<&'static str, LastAnswer>>> = OnceLock::new();
 
@@ -214,11 +215,20 @@ pub fn servers_health(servers: &[&'static str]) -> Option<Result<(), String>> {
         .unwrap_or_else(|e| e.into_inner())
         .get(server)
         .copied();
-    if let (Ok(()), Some(bound), Some(at)) = (&last.result, bound, last.last_ok)
+    // The latest sign of life: a proper answer or a liveness ping's.
+    let pinged = {
+        let alive = ALIVE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        servers.iter().filter_map(|s| alive.get(s).copied()).max()
+    };
+    let sign = last.last_ok.max(pinged);
+    if let (Ok(()), Some(bound), Some(at)) = (&last.result, bound, sign)
         && at.elapsed() > bound
     {
         return Some(Err(format!(
-            "no proper answer for {}s (it is asked something at least every {}s)",
+            "no answer for {}s (it is checked at least every {}s): it hangs or is unreachable",
             at.elapsed().as_secs(),
             bound.as_secs() / 3
         )));
@@ -524,7 +534,12 @@ mod tests {
         assert!(server_health("hb-test").unwrap().is_ok());
         tokio::time::advance(Duration::from_secs(31)).await;
         let e = server_health("hb-test").unwrap().unwrap_err();
-        assert!(e.contains("no proper answer for 31s"), "{e}");
+        assert!(e.contains("no answer for 31s"), "{e}");
+        // A liveness ping answered: alive again, though no request was.
+        record_alive("hb-test");
+        assert!(server_health("hb-test").unwrap().is_ok());
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert!(server_health("hb-test").unwrap().is_err());
         // Another client of the same cluster answered recently: fine.
         record_answer("hb-test-lease", Ok(()));
         assert!(

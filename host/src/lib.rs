@@ -28,6 +28,7 @@ pub mod fence;
 pub mod health;
 pub mod kubeconfig;
 pub mod leader;
+pub mod liveness;
 pub mod namespace;
 pub mod recorder;
 pub mod runner;

@@ -26,6 +26,17 @@ fn non_watch(m: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Watch requests sent so far (each one a watch opened or re-opened).
+async fn watches_sent(metrics: u16) -> u64 {
+    let (_, body) = http_get(metrics, "/metrics").await.expect("/metrics");
+    body.lines()
+        .filter_map(|l| l.strip_prefix("syncweave_api_requests_total{"))
+        .filter_map(|l| l.split_once("} "))
+        .filter(|(labels, _)| labels.contains("verb=\"watch\""))
+        .filter_map(|(_, n)| n.trim().parse::<u64>().ok())
+        .sum()
+}
+
 /// Wait (at most a minute) until the agent's request counter, watches and
 /// the Lease aside, has not moved for 10 s: the first pass after a change,
 /// Events and status writes are over.
@@ -104,9 +115,11 @@ async fn steady_state_sends_nothing_but_watches_with_probes_on() {
     settle(metrics).await;
     let (_, m) = http_get(metrics, "/metrics").await.unwrap();
     let (before, reconciles_before) = (requests_sent(metrics).await, reconciles(&m));
+    let watches_before = watches_sent(metrics).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     let (_, m) = http_get(metrics, "/metrics").await.unwrap();
     let (after, reconciles_after) = (requests_sent(metrics).await, reconciles(&m));
+    let watches = watches_sent(metrics).await - watches_before;
     let (ready_code, ready_body) = http_get(health, "/readyz").await.unwrap();
     probe.abort();
 
@@ -123,7 +136,7 @@ async fn steady_state_sends_nothing_but_watches_with_probes_on() {
             .sum::<u64>()
     };
     println!(
-        "60 s window: {} reconciles, requests other than watches and the Lease: {:?} → {:?}; Lease requests: {}",
+        "60 s window: {} reconciles, {watches} watch requests, requests other than watches and the Lease: {:?} → {:?}; Lease requests: {}",
         reconciles_after - reconciles_before,
         non_watch(&before),
         non_watch(&after),
@@ -133,6 +146,14 @@ async fn steady_state_sends_nothing_but_watches_with_probes_on() {
         non_watch(&before),
         non_watch(&after),
         "requests other than watches in a quiet minute"
+    );
+    // Watches re-open when their server-side timeout (~5 minutes) ends;
+    // nothing re-opens one every few seconds to learn whether a server
+    // still answers (HTTP/2 pings do that, host/src/liveness.rs), which
+    // would be 12 watch requests in this minute.
+    assert!(
+        watches <= 4,
+        "{watches} watch requests in a quiet minute: something re-opens watches as a heartbeat"
     );
 }
 

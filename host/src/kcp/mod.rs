@@ -171,11 +171,7 @@ impl KcpContext {
             self.slice_client.clone(),
             &kcpapi::apiexport_endpoint_slice(),
         );
-        // Also kcp's heartbeat: re-opened every few seconds, so a kcp that
-        // hangs shows on /readyz (crate::client::heartbeat).
-        let cfg = watcher::Config::default()
-            .fields(&format!("metadata.name={}", self.slice_name))
-            .timeout(crate::client::heartbeat("kcp"));
+        let cfg = watcher::Config::default().fields(&format!("metadata.name={}", self.slice_name));
         let follow = crate::watch::drive(
             watcher(slices, cfg),
             |ev| {

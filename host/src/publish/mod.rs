@@ -545,11 +545,7 @@ impl crate::runner::Reconcile for Publisher {
 async fn feed_state_cache(state: StateStore) {
     use crate::sync::cache::Change;
     use crate::sync::labels::OBJECT_STATE_LABEL;
-    // Also the service cluster's heartbeat: re-opened every few seconds, so
-    // a server that hangs shows on /readyz (crate::client::heartbeat).
-    let cfg = watcher::Config::default()
-        .labels(&format!("{OBJECT_STATE_LABEL}=true"))
-        .timeout(crate::client::heartbeat("service"));
+    let cfg = watcher::Config::default().labels(&format!("{OBJECT_STATE_LABEL}=true"));
     let cache = state.cache();
     crate::watch::drive(
         watcher(state.api(), cfg),
