@@ -287,7 +287,7 @@ pub fn progress_interval(since: Instant) -> Duration {
 }
 
 pub fn mb(kb: Option<u64>) -> String {
-    kb.map_or("-".into(), |k| format!("{:.1} MB", k as f64 / 1024.0))
+    kb.map_or("-".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
 }
 
 /// The checkout's commit and whether it had uncommitted changes, read when
