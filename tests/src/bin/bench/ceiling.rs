@@ -15,6 +15,11 @@
 //! as the agents' (until every copy shows up in the bench's watch), so an
 //! agent's P2 divided by this one is the share of what kcp and the API
 //! server allow on this machine that the agent reaches.
+//!
+//! For P1 the same client follows a watch instead ([`follow`]): each new
+//! CronTab's writes start as soon as its watch event arrives. Its P1 is the
+//! floor an agent's P1 sits on (the servers' and the watches' latency),
+//! so what an agent adds is its P1 minus this one.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -251,55 +256,16 @@ pub async fn run(
     writes: &[String],
     concurrency: usize,
 ) -> Result<CeilingInfo> {
-    let kcp_cfg = client_from(kcp_kc).await?;
-    let provider = kube::Client::try_from(kcp_cfg.clone())?;
-    let slices = dynamic_api(
-        &provider,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
-        "apiexportendpointslices",
-        None,
-    );
-    let slice = slices
-        .get(EXPORT)
-        .await
-        .context("the APIExportEndpointSlice")?;
-    let url = slice
-        .data
-        .pointer("/status/endpoints/0/url")
-        .and_then(Value::as_str)
-        .ok_or_else(|| anyhow!("APIExportEndpointSlice {EXPORT} lists no endpoint"))?
-        .to_string();
-    let mut vw_cfg = kcp_cfg;
-    vw_cfg.cluster_url = url.parse()?;
-    vw_cfg.read_timeout = Some(Duration::from_secs(120));
-    let ctx = Ctx {
-        vw: kube::Client::try_from(vw_cfg)?,
-        svc: kube::Client::try_from(client_from(svc_kc).await?)?,
-        writes: writes.to_vec(),
-        namespaces: Default::default(),
-        retries: AtomicUsize::new(0),
-    };
+    let ctx = Ctx::connect(kcp_kc, svc_kc, writes).await?;
     let t0 = Instant::now();
-    let mut items: Vec<Value> = Vec::new();
-    let mut cont = String::new();
-    loop {
-        let mut path = "/clusters/*/apis/example.com/v1/crontabs?limit=500".to_string();
-        if !cont.is_empty() {
-            path.push_str(&format!("&continue={cont}"));
-        }
-        let req = http::Request::get(&path).body(vec![]).unwrap();
-        let page: Value = serde_json::from_str(
-            &ctx.vw
-                .request_text(req)
-                .await
-                .context("listing CronTabs through the virtual workspace")?,
-        )?;
-        items.extend(page["items"].as_array().cloned().unwrap_or_default());
-        match page["metadata"]["continue"].as_str() {
-            Some(c) if !c.is_empty() => cont = c.to_string(),
-            _ => break,
-        }
-    }
+    // Objects that P1 already synced (they carry the finalizer) are done.
+    let items: Vec<Value> = ctx
+        .list()
+        .await?
+        .1
+        .into_iter()
+        .filter(|o| !finalized(o))
+        .collect();
     log(format!(
         "ceiling: listed {} CronTabs in {:.1}s; writing {} per object, {concurrency} objects at a time…",
         items.len(),
@@ -336,4 +302,137 @@ pub async fn run(
         objects: items.len(),
         retries: ctx.retries.load(Ordering::Relaxed),
     })
+}
+
+/// The plain client as the simplest controller, for P1: list, then watch
+/// the CronTabs through the virtual workspace, and make the writes for each
+/// object without the finalizer as soon as its event arrives (a task per
+/// object: no queue, no cache, no plugins). Runs until dropped; errors only
+/// if it cannot connect.
+pub async fn follow(kcp_kc: &Path, svc_kc: &Path, writes: &[String]) -> Result<()> {
+    let ctx = Arc::new(Ctx::connect(kcp_kc, svc_kc, writes).await?);
+    let started: Arc<std::sync::Mutex<std::collections::HashSet<String>>> = Arc::default();
+    let start = |o: Value| {
+        let key = format!(
+            "{}/{}/{}",
+            o["metadata"]["annotations"]["kcp.io/cluster"]
+                .as_str()
+                .unwrap_or(""),
+            o["metadata"]["namespace"].as_str().unwrap_or(""),
+            o["metadata"]["name"].as_str().unwrap_or("")
+        );
+        if finalized(&o) || !started.lock().unwrap().insert(key) {
+            return;
+        }
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = ctx.sync_one(&o).await {
+                log(format!("ceiling P1: {e:#}"));
+            }
+        });
+    };
+    loop {
+        let (rv, items) = ctx.list().await?;
+        items.into_iter().for_each(&start);
+        let req = http::Request::get(format!(
+            "/clusters/*/apis/example.com/v1/crontabs?watch=true&resourceVersion={rv}&timeoutSeconds=600"
+        ))
+        .body(vec![])
+        .unwrap();
+        let mut events = match ctx.vw.request_events::<kube::api::DynamicObject>(req).await {
+            Ok(ev) => ev.boxed(),
+            Err(e) => {
+                log(format!("ceiling P1: watching CronTabs: {e}; listing again"));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(kube::api::WatchEvent::Added(o) | kube::api::WatchEvent::Modified(o)) => {
+                    start(serde_json::to_value(&o)?)
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    log(format!(
+                        "ceiling P1: the CronTab watch broke: {e}; listing again"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The object carries the agents' finalizer (it was synced already).
+fn finalized(o: &Value) -> bool {
+    o["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f == "syncagent.kcp.io/cleanup"))
+}
+
+impl Ctx {
+    /// Clients for the export's virtual workspace and the service cluster,
+    /// as the agents' kubeconfigs give them.
+    async fn connect(kcp_kc: &Path, svc_kc: &Path, writes: &[String]) -> Result<Ctx> {
+        let kcp_cfg = client_from(kcp_kc).await?;
+        let provider = kube::Client::try_from(kcp_cfg.clone())?;
+        let slices = dynamic_api(
+            &provider,
+            &gvk("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
+            "apiexportendpointslices",
+            None,
+        );
+        let slice = slices
+            .get(EXPORT)
+            .await
+            .context("the APIExportEndpointSlice")?;
+        let url = slice
+            .data
+            .pointer("/status/endpoints/0/url")
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("APIExportEndpointSlice {EXPORT} lists no endpoint"))?
+            .to_string();
+        let mut vw_cfg = kcp_cfg;
+        vw_cfg.cluster_url = url.parse()?;
+        vw_cfg.read_timeout = Some(Duration::from_secs(660));
+        Ok(Ctx {
+            vw: kube::Client::try_from(vw_cfg)?,
+            svc: kube::Client::try_from(client_from(svc_kc).await?)?,
+            writes: writes.to_vec(),
+            namespaces: Default::default(),
+            retries: AtomicUsize::new(0),
+        })
+    }
+
+    /// Every CronTab, through the virtual workspace (paginated), and the
+    /// list's resourceVersion.
+    async fn list(&self) -> Result<(String, Vec<Value>)> {
+        let ctx = self;
+        let mut rv = String::new();
+        let mut items: Vec<Value> = Vec::new();
+        let mut cont = String::new();
+        loop {
+            let mut path = "/clusters/*/apis/example.com/v1/crontabs?limit=500".to_string();
+            if !cont.is_empty() {
+                path.push_str(&format!("&continue={cont}"));
+            }
+            let req = http::Request::get(&path).body(vec![]).unwrap();
+            let page: Value = serde_json::from_str(
+                &ctx.vw
+                    .request_text(req)
+                    .await
+                    .context("listing CronTabs through the virtual workspace")?,
+            )?;
+            items.extend(page["items"].as_array().cloned().unwrap_or_default());
+            if let Some(v) = page["metadata"]["resourceVersion"].as_str() {
+                rv = v.to_string();
+            }
+            match page["metadata"]["continue"].as_str() {
+                Some(c) if !c.is_empty() => cont = c.to_string(),
+                _ => break,
+            }
+        }
+        Ok((rv, items))
+    }
 }

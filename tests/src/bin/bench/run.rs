@@ -23,6 +23,9 @@
 //!
 //! The agent's RSS, CPU and requests are sampled every `--sample-interval` s
 //! from phase 3's start to the end (for the charts).
+//!
+//! The ceiling runs P1 sustained (the plain client following a watch: P1's
+//! floor on this kcp and machine) and P2, nothing else.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -642,6 +645,41 @@ pub async fn run_ceiling(f: &mut Figures, setup_binary: &Path, ctx: &Ctx<'_>) ->
     setup_proc.stop();
     drop(setup_proc);
     let seen = latency::watch_copies(setup.env.service_client.clone()).await;
+    // P1's floor: the same objects at the same rate, synced by the plain
+    // client following a watch.
+    if opts.latency_objects > 0 {
+        let follower = tokio::spawn({
+            let (kcp, svc, writes) = (
+                setup.kcp_kubeconfig.clone(),
+                setup.service_kubeconfig.clone(),
+                opts.ceiling_writes.clone(),
+            );
+            async move { ceiling::follow(&kcp, &svc, &writes).await }
+        });
+        let follower_alive = || -> Result<()> {
+            if follower.is_finished() {
+                anyhow::bail!("the ceiling client stopped following (see the log above)");
+            }
+            Ok(())
+        };
+        let l = latency::measure(
+            "sustained",
+            "p1",
+            opts.latency_objects,
+            opts.rate,
+            Target {
+                raw: ctx.raw,
+                places: &places,
+                seen: seen.clone(),
+                timeout_after_sent: Duration::from_secs(opts.p1_timeout),
+                alive: &follower_alive,
+                backlog: None,
+            },
+        )
+        .await;
+        follower.abort();
+        f.p1_sustained = Some(l?);
+    }
     let (names, secs) = populate::objects(
         ctx.raw,
         &places,
