@@ -408,7 +408,6 @@ impl Ctx {
     /// Every CronTab, through the virtual workspace (paginated), and the
     /// list's resourceVersion.
     async fn list(&self) -> Result<(String, Vec<Value>)> {
-        let ctx = self;
         let mut rv = String::new();
         let mut items: Vec<Value> = Vec::new();
         let mut cont = String::new();
@@ -419,7 +418,8 @@ impl Ctx {
             }
             let req = http::Request::get(&path).body(vec![]).unwrap();
             let page: Value = serde_json::from_str(
-                &ctx.vw
+                &self
+                    .vw
                     .request_text(req)
                     .await
                     .context("listing CronTabs through the virtual workspace")?,

@@ -170,6 +170,25 @@ pub struct Ctx<'a> {
     pub raw: &'a KcpRaw,
 }
 
+/// Where a P1 phase creates its objects and waits for their copies: the
+/// same for every agent and the ceiling, so that their P1s compare.
+fn p1_target<'a>(
+    ctx: &Ctx<'a>,
+    places: &'a [ObjectPlace],
+    seen: &Arc<Seen>,
+    alive: &'a (dyn Fn() -> Result<()> + Sync),
+    backlog: Option<Arc<AtomicBool>>,
+) -> Target<'a> {
+    Target {
+        raw: ctx.raw,
+        places,
+        seen: seen.clone(),
+        timeout_after_sent: Duration::from_secs(ctx.opts.p1_timeout),
+        alive,
+        backlog,
+    }
+}
+
 fn alive(agent: &AgentProcess, log_path: &Path) -> impl Fn() -> Result<()> + Sync + use<> {
     let pid = agent.pid;
     let exited = agent.exited_flag();
@@ -272,14 +291,7 @@ pub async fn run_agent(f: &mut Figures, agent: &str, binary: &Path, ctx: &Ctx<'_
             "p1",
             opts.latency_objects,
             opts.rate,
-            Target {
-                raw: ctx.raw,
-                places: &places,
-                seen: seen.clone(),
-                timeout_after_sent: Duration::from_secs(opts.p1_timeout),
-                alive: &alive_idle,
-                backlog: None,
-            },
+            p1_target(ctx, &places, &seen, &alive_idle, None),
         )
         .await?;
         l.quiet_wait_seconds = Some(quiet_wait);
@@ -356,14 +368,7 @@ pub async fn run_agent(f: &mut Figures, agent: &str, binary: &Path, ctx: &Ctx<'_
             "pl",
             opts.load_latency_objects,
             opts.rate,
-            Target {
-                raw: ctx.raw,
-                places: &places,
-                seen: seen.clone(),
-                timeout_after_sent: Duration::from_secs(opts.p1_timeout),
-                alive: &alive_run,
-                backlog: Some(backlog.clone()),
-            },
+            p1_target(ctx, &places, &seen, &alive_run, Some(backlog.clone())),
         )
         .await
         .map(Some)
@@ -437,14 +442,7 @@ pub async fn run_agent(f: &mut Figures, agent: &str, binary: &Path, ctx: &Ctx<'_
             "pi",
             opts.idle_latency_objects,
             opts.rate,
-            Target {
-                raw: ctx.raw,
-                places: &places,
-                seen: seen.clone(),
-                timeout_after_sent: Duration::from_secs(opts.p1_timeout),
-                alive: &alive_run,
-                backlog: None,
-            },
+            p1_target(ctx, &places, &seen, &alive_run, None),
         )
         .await?;
         l.quiet_wait_seconds = Some(qw);
@@ -667,14 +665,7 @@ pub async fn run_ceiling(f: &mut Figures, setup_binary: &Path, ctx: &Ctx<'_>) ->
             "p1",
             opts.latency_objects,
             opts.rate,
-            Target {
-                raw: ctx.raw,
-                places: &places,
-                seen: seen.clone(),
-                timeout_after_sent: Duration::from_secs(opts.p1_timeout),
-                alive: &follower_alive,
-                backlog: None,
-            },
+            p1_target(ctx, &places, &seen, &follower_alive, None),
         )
         .await;
         follower.abort();
