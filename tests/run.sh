@@ -15,6 +15,16 @@ cd "$repo"
 t0=$(date +%s)
 phase() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 
+# Disk: a clean run builds ~8 GB under target/. On CI (a clean clone each
+# time) incremental compilation only costs space: its caches are never reused.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+free_kb=$(df -Pk "$repo" | awk 'NR==2 {print $4}')
+if [ "${free_kb:-0}" -lt $((6 * 1024 * 1024)) ]; then
+  echo "tests/run.sh: only $((free_kb / 1024)) MiB free on $(df -P "$repo" | awk 'NR==2 {print $6}');" \
+    "a clean build and test run needs about 8 GiB (less when target/ is warm)." >&2
+  echo "  Free space (e.g. 'cargo clean' in old checkouts) if the build fails with 'No space left on device'." >&2
+fi
+
 phase "prerequisites"
 tests/setup.sh >/dev/null
 
@@ -26,7 +36,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 
 phase "building example plugins (Rust, Python, JavaScript)"
-examples/build.sh
+# With the binary just built: `cargo run -p syncweave` alone would resolve
+# features differently from the workspace and build the host a second time.
+SYNCWEAVE_BIN="$repo/target/debug/syncweave" examples/build.sh
 
 phase "Helm chart (lint, template with upstream-style values)"
 HELM="${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/helm" tests/chart/check.sh

@@ -202,6 +202,10 @@ render pvc "${upstream[@]}" --set pluginCache.existingClaim=compiled-plugins &&
     "claimName: \"compiled-plugins\"" "mountPath: /var/cache/syncweave" &&
   refuse "sync: no emptyDir cache when a claim is named" "$(doc pvc Deployment)" "sizeLimit: 1Gi" ||
   not_ok "sync: pluginCache.existingClaim mounts that PVC instead of an emptyDir" "$(cat "$work/pvc.err")"
+render cachesize "${upstream[@]}" --set pluginCache.sizeLimit=300Mi &&
+  expect "sync: the agent keeps its plugin cache within the volume's sizeLimit" "$(doc cachesize Deployment)" \
+    "name: SYNCWEAVE_CACHE_MAX_SIZE" 'value: "300Mi"' "sizeLimit: 300Mi" ||
+  not_ok "sync: the agent keeps its plugin cache within the volume's sizeLimit" "$(cat "$work/cachesize.err")"
 render remote "${upstream[@]}" --set kubeconfig=service-kubeconfig --set 'disabledControllers={apiexport,apiresourceschema}' &&
   expect "sync: kubeconfig Secret mounted and passed as --kubeconfig" "$(args remote; doc remote Deployment)" \
     "--kubeconfig=/etc/api-syncagent/cluster/kubeconfig" 'secretName: "service-kubeconfig"' \

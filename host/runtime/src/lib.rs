@@ -10,6 +10,7 @@
 pub mod bindings;
 pub use syncweave_builtins as builtins;
 pub use syncweave_wasm_build as build;
+mod disk_cache;
 mod examples;
 mod failed_call;
 mod failure;

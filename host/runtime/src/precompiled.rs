@@ -34,9 +34,13 @@ impl Precompiled {
     /// that file, so only the code that runs becomes resident (a copy in
     /// memory would hold all of it); the binary's pages it was read from
     /// are handed back to the kernel either way.
-    pub(crate) fn load(&self, engine: &Engine, cache: Option<&Path>) -> Result<Component, String> {
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        cache: Option<(crate::disk_cache::DiskCache, &Path)>,
+    ) -> Result<Component, String> {
         let written = match cache {
-            Some(path) => match crate::runtime::write_verified(path, self.code) {
+            Some((cache, path)) => match cache.write(path, self.code) {
                 Ok(()) => Some(path),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "cannot write the compiled-component cache; loading the precompiled built-in from memory");
@@ -52,7 +56,7 @@ impl Precompiled {
         // checks that it fits this engine (settings, CPU features) first.
         let loaded = match written {
             Some(path) => unsafe { Component::deserialize_file(engine, path) }.inspect_err(|_| {
-                crate::runtime::remove_entry(path);
+                crate::disk_cache::remove_entry(path);
             }),
             None => unsafe { Component::deserialize(engine, self.code) },
         };

@@ -14,6 +14,7 @@ pub use syncweave_engine::EngineKind;
 use syncweave_engine::EngineParams;
 
 use crate::bindings;
+use crate::disk_cache::{DiskCache, remove_entry, touch, verify_entry};
 use crate::failure::{FailureKind, PluginFailure};
 use crate::host::HostState;
 use crate::plugin::{Compiled, Plugin, WorldPre};
@@ -51,6 +52,9 @@ impl Default for Limits {
 pub struct RuntimeConfig {
     /// Directory for compiled components; `None` compiles every process start.
     pub cache_dir: Option<PathBuf>,
+    /// Bytes the cache directory may hold; least recently used entries are
+    /// evicted to stay within it (`SYNCWEAVE_CACHE_MAX_SIZE`, else 512 MiB).
+    pub cache_max_bytes: u64,
     /// Limits for plugins loaded without their own.
     pub default_limits: Limits,
     /// A directory whose `<name>.wasm` files override the embedded built-in
@@ -83,6 +87,11 @@ impl Default for RuntimeConfig {
         let engine = EngineParams::default();
         RuntimeConfig {
             cache_dir: default_cache_dir(),
+            // An invalid value is reported by `Runtime::new`.
+            cache_max_bytes: crate::disk_cache::max_bytes_from_env()
+                .ok()
+                .flatten()
+                .unwrap_or(crate::disk_cache::DEFAULT_MAX_BYTES),
             default_limits: Limits::default(),
             plugin_dir: None,
             max_instances: engine.max_instances,
@@ -130,6 +139,8 @@ pub enum RuntimeError {
          {max}; raise max_memory_bytes or lower the limit"
     )]
     MemoryCeiling { limit: u64, max: u64 },
+    #[error("invalid compiled-plugin cache size: {0}")]
+    CacheSize(String),
 }
 
 /// Counters for what loading did, for tests, metrics and `plugin inspect`.
@@ -240,6 +251,7 @@ impl Runtime {
                 max: cfg.max_memory_bytes,
             });
         }
+        crate::disk_cache::max_bytes_from_env().map_err(RuntimeError::CacheSize)?;
         let bounds_checked = EngineSet::new(&cfg, EngineKind::BoundsChecked)?;
         let guarded = EngineSet::new(&cfg, EngineKind::Guarded)?;
         start_epoch_ticker(&[&bounds_checked.engine, &guarded.engine], cfg.epoch_tick);
@@ -325,6 +337,15 @@ impl Runtime {
             .cache_dir
             .as_ref()
             .map(|d| d.join(compat).join(format!("{hex}.cwasm")))
+    }
+
+    /// The on-disk cache, if caching is on.
+    pub(crate) fn disk_cache(&self) -> Option<DiskCache> {
+        let cfg = &self.inner.cfg;
+        cfg.cache_dir.as_ref().map(|root| DiskCache {
+            root: root.clone(),
+            max_bytes: cfg.cache_max_bytes,
+        })
     }
 
     /// Compile (or fetch from cache) a component and bind it to `name`.
@@ -611,6 +632,7 @@ impl Runtime {
                     match unsafe { Component::deserialize_file(engine, path) } {
                         Ok(c) => {
                             counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                            touch(path);
                             tracing::debug!(plugin = name, digest, path = %path.display(), "loaded compiled component from cache");
                             return Ok(c);
                         }
@@ -630,7 +652,8 @@ impl Runtime {
             }
         }
         if let Some(pre) = crate::precompiled::get(digest, kind) {
-            match pre.load(engine, cache_path.as_deref()) {
+            let cache = self.disk_cache().zip(cache_path.as_deref());
+            match pre.load(engine, cache) {
                 Ok(c) => {
                     counters.precompiled.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(plugin = name, digest, "loaded precompiled built-in");
@@ -666,10 +689,10 @@ impl Runtime {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "compiled plugin component"
         );
-        if let Some(path) = &cache_path {
+        if let (Some(path), Some(cache)) = (&cache_path, self.disk_cache()) {
             match component.serialize() {
                 Ok(bytes) => {
-                    if let Err(e) = write_verified(path, &bytes) {
+                    if let Err(e) = cache.write(path, &bytes) {
                         tracing::warn!(plugin = name, digest, path = %path.display(), error = %e, "cannot write the compiled-component cache; continuing without it");
                     }
                 }
@@ -707,63 +730,6 @@ fn start_epoch_ticker(engines: &[&Engine], tick: Duration) {
         // Without the ticker a runaway guest would never be interrupted.
         panic!("cannot start the epoch ticker thread: {e}");
     }
-}
-
-/// The checksum beside a cache entry: BLAKE3 of the file, in hex.
-fn sidecar(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".blake3");
-    PathBuf::from(s)
-}
-
-/// Checksums of the sidecar format written by earlier versions (SHA-256);
-/// such entries are recompiled and their old sidecar removed.
-fn legacy_sidecar(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".sha256");
-    PathBuf::from(s)
-}
-
-/// `Ok(false)` when there is no entry; `Ok(true)` when it exists and its
-/// checksum matches; `Err(reason)` when it exists but must not be trusted.
-/// The file is hashed through a memory map: reading tens of MB into a fresh
-/// buffer costs more in page faults than the hashing itself.
-fn verify_entry(path: &Path) -> Result<bool, String> {
-    match std::fs::metadata(path) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("unreadable: {e}")),
-    }
-    let expected = std::fs::read_to_string(sidecar(path))
-        .map_err(|e| format!("checksum sidecar unreadable: {e}"))?;
-    let mut hasher = blake3::Hasher::new();
-    hasher
-        .update_mmap(path)
-        .map_err(|e| format!("unreadable: {e}"))?;
-    let actual = hasher.finalize().to_hex();
-    if expected.trim() != actual.as_str() {
-        return Err(format!(
-            "checksum mismatch (sidecar {}, file {actual})",
-            expected.trim()
-        ));
-    }
-    Ok(true)
-}
-
-/// Artefact first, sidecar second: a reader that sees the sidecar sees the
-/// complete artefact it describes.
-pub(crate) fn write_verified(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    crate::fsutil::write_atomically(path, bytes).map_err(|e| e.to_string())?;
-    crate::fsutil::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
-        .map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_file(legacy_sidecar(path));
-    Ok(())
-}
-
-pub(crate) fn remove_entry(path: &Path) {
-    let _ = std::fs::remove_file(sidecar(path));
-    let _ = std::fs::remove_file(legacy_sidecar(path));
-    let _ = std::fs::remove_file(path);
 }
 
 #[cfg(test)]

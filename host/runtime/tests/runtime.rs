@@ -388,6 +388,54 @@ fn cache_round_trip_and_tamper_rejection() {
 }
 
 #[test]
+fn the_disk_cache_stays_within_its_limit() {
+    let dir = common::tempdir("cache-bound");
+    let cfg = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+        ..RuntimeConfig::default()
+    };
+    let echo = common::wasm("test-echo");
+    let first = Runtime::new(cfg.clone()).unwrap();
+    let p = first.load("echo", &echo, None).unwrap();
+    let echo_path = first.cache_path(&p).unwrap();
+    let one_entry = std::fs::metadata(&echo_path).unwrap().len();
+    drop((p, first));
+
+    // Room for the largest of two entries, not both: loading a second
+    // plugin evicts the first instead of growing the directory.
+    let other = common::wasm("test-hostile");
+    let limit = one_entry.max(4096) * 3 / 2 + 4096;
+    let rt = Runtime::new(RuntimeConfig {
+        cache_max_bytes: limit,
+        ..cfg.clone()
+    })
+    .unwrap();
+    let p = rt.load("hostile", &other, None).unwrap();
+    let spin_path = rt.cache_path(&p).unwrap();
+    if std::fs::metadata(&spin_path).unwrap().len() + one_entry < limit {
+        panic!("the fixture plugins are too small to test eviction; pick larger ones");
+    }
+    assert!(spin_path.is_file());
+    assert!(!echo_path.exists(), "the older entry was evicted");
+    let total: u64 = walk(&dir).iter().map(|f| f.metadata().unwrap().len()).sum();
+    assert!(total <= limit, "{total} bytes cached, limit {limit}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
 fn missing_sidecar_is_rejected() {
     let dir = common::tempdir("cache-sidecar");
     let cfg = RuntimeConfig {

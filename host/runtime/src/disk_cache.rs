@@ -1,0 +1,400 @@
+//! The on-disk cache of compiled components:
+//! `<dir>/<engine compatibility hash>/<digest hex>.cwasm`, each entry with a
+//! BLAKE3 checksum sidecar (`.cwasm.blake3`).
+//!
+//! The cache is bounded: before an entry is written, the least recently used
+//! entries are deleted until the new one fits under the limit. Entries under
+//! another engine's hash (left by an earlier version of the host) can never
+//! be loaded by this one, so they go first. A hit refreshes an entry's
+//! modification time, which is what "recently used" means here. Without the
+//! bound, every plugin version ever loaded stays on disk: in the chart's
+//! emptyDir that ends with the kubelet evicting the pod for exceeding its
+//! `sizeLimit`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Limit when `SYNCWEAVE_CACHE_MAX_SIZE` is not set: a few dozen compiled
+/// plugins (an interpreter-based one, e.g. Python, is ~35 MB compiled).
+pub const DEFAULT_MAX_BYTES: u64 = 512 << 20;
+
+/// The environment variable that sets the limit (the chart sets it to the
+/// cache volume's `sizeLimit`).
+pub const MAX_SIZE_ENV: &str = "SYNCWEAVE_CACHE_MAX_SIZE";
+
+/// A temporary file this old is left over from a writer that died.
+const STALE_TMP: Duration = Duration::from_secs(3600);
+
+/// The limit set in the environment: `Ok(None)` when unset.
+pub fn max_bytes_from_env() -> Result<Option<u64>, String> {
+    match std::env::var(MAX_SIZE_ENV) {
+        Ok(v) if !v.trim().is_empty() => parse_size(&v).map(Some).map_err(|e| {
+            format!(
+                "{MAX_SIZE_ENV}={v:?} is not a size: {e}; write bytes or a quantity such as 512Mi or 1Gi"
+            )
+        }),
+        _ => Ok(None),
+    }
+}
+
+/// A byte count, plain or as a Kubernetes quantity (`512Mi`, `1Gi`, `2G`).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| "it does not start with a whole number".to_string())?;
+    let mult: u64 = match unit {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (use Ki, Mi, Gi, Ti, k, M, G or T)"
+            ));
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| "it is too large".to_string())
+}
+
+/// The checksum beside a cache entry: BLAKE3 of the file, in hex.
+fn sidecar(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".blake3");
+    PathBuf::from(s)
+}
+
+/// Checksums of the sidecar format written by earlier versions (SHA-256);
+/// such entries are recompiled and their old sidecar removed.
+fn legacy_sidecar(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+/// `Ok(false)` when there is no entry; `Ok(true)` when it exists and its
+/// checksum matches; `Err(reason)` when it exists but must not be trusted.
+/// The file is hashed through a memory map: reading tens of MB into a fresh
+/// buffer costs more in page faults than the hashing itself.
+pub(crate) fn verify_entry(path: &Path) -> Result<bool, String> {
+    match std::fs::metadata(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    }
+    let expected = std::fs::read_to_string(sidecar(path))
+        .map_err(|e| format!("checksum sidecar unreadable: {e}"))?;
+    let mut hasher = blake3::Hasher::new();
+    hasher
+        .update_mmap(path)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    let actual = hasher.finalize().to_hex();
+    if expected.trim() != actual.as_str() {
+        return Err(format!(
+            "checksum mismatch (sidecar {}, file {actual})",
+            expected.trim()
+        ));
+    }
+    Ok(true)
+}
+
+/// Mark an entry as just used, so eviction takes others first. Best effort:
+/// a read-only cache still serves hits.
+pub(crate) fn touch(path: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(path) {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+pub(crate) fn remove_entry(path: &Path) {
+    let _ = std::fs::remove_file(sidecar(path));
+    let _ = std::fs::remove_file(legacy_sidecar(path));
+    let _ = std::fs::remove_file(path);
+}
+
+/// Where the cache lives and how large it may grow.
+#[derive(Debug, Clone)]
+pub(crate) struct DiskCache {
+    pub root: PathBuf,
+    pub max_bytes: u64,
+}
+
+/// One evictable thing: an entry with its sidecars, or a stale temp file.
+struct Item {
+    path: PathBuf,
+    bytes: u64,
+    used: SystemTime,
+    /// Under this engine's directory (loadable) rather than another's.
+    current: bool,
+    /// Another writer's temporary file, still being written.
+    in_progress: bool,
+}
+
+impl DiskCache {
+    /// Write `bytes` as the entry at `path` (inside this cache), artefact
+    /// first and sidecar second, so a reader that sees the sidecar sees the
+    /// complete artefact it describes. Older entries are evicted first to
+    /// keep the cache within its limit; an artefact larger than the whole
+    /// limit is not cached.
+    pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        let need = bytes.len() as u64 + 64;
+        if need > self.max_bytes {
+            return Err(format!(
+                "the compiled component ({} bytes) is larger than the whole cache may be ({} bytes); \
+                 raise {MAX_SIZE_ENV} (the chart's pluginCache.sizeLimit) to cache it",
+                bytes.len(),
+                self.max_bytes
+            ));
+        }
+        let evicted = self.make_room(path, need);
+        if evicted.files > 0 {
+            tracing::info!(
+                dir = %self.root.display(),
+                evicted_entries = evicted.files,
+                evicted_bytes = evicted.bytes,
+                max_bytes = self.max_bytes,
+                "compiled-component cache full; evicted the least recently used entries"
+            );
+        }
+        crate::fsutil::write_atomically(path, bytes).map_err(|e| e.to_string())?;
+        crate::fsutil::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
+            .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(legacy_sidecar(path));
+        Ok(())
+    }
+
+    /// Delete least recently used entries until `incoming` more bytes fit
+    /// (an existing entry at `replacing` is about to be overwritten, so it
+    /// counts as gone).
+    fn make_room(&self, replacing: &Path, incoming: u64) -> Evicted {
+        let current_dir = replacing.parent();
+        let now = SystemTime::now();
+        let mut items = Vec::new();
+        let Ok(dirs) = std::fs::read_dir(&self.root) else {
+            return Evicted::default();
+        };
+        for dir in dirs.flatten() {
+            let dir = dir.path();
+            if !dir.is_dir() {
+                continue;
+            }
+            let current = Some(dir.as_path()) == current_dir;
+            let Ok(files) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let p = f.path();
+                let Ok(meta) = f.metadata() else { continue };
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                let used = meta.modified().unwrap_or(now);
+                if name.starts_with(".tmp-") {
+                    // Another writer's file in progress, unless it is old.
+                    let stale = now.duration_since(used).unwrap_or_default() > STALE_TMP;
+                    items.push(Item {
+                        path: p,
+                        bytes: meta.len(),
+                        used,
+                        current: false,
+                        in_progress: !stale,
+                    });
+                    continue;
+                }
+                let base = match name
+                    .strip_suffix(".blake3")
+                    .or_else(|| name.strip_suffix(".sha256"))
+                {
+                    Some(b) => dir.join(b),
+                    None => p.clone(),
+                };
+                if base == replacing {
+                    continue;
+                }
+                match items.iter_mut().find(|i: &&mut Item| i.path == base) {
+                    Some(i) => {
+                        i.bytes += meta.len();
+                        if p == base {
+                            i.used = used;
+                        }
+                    }
+                    None => items.push(Item {
+                        path: base.clone(),
+                        bytes: meta.len(),
+                        // A sidecar alone (its artefact gone) goes first.
+                        used: if p == base {
+                            used
+                        } else {
+                            SystemTime::UNIX_EPOCH
+                        },
+                        current,
+                        in_progress: false,
+                    }),
+                }
+            }
+        }
+        let mut total: u64 = items.iter().map(|i| i.bytes).sum();
+        // Other engines' entries first, then the least recently used.
+        items.sort_by_key(|i| (i.current, i.used));
+        let mut evicted = Evicted::default();
+        for i in items {
+            if total + incoming <= self.max_bytes {
+                break;
+            }
+            if i.in_progress {
+                continue;
+            }
+            remove_entry(&i.path);
+            total = total.saturating_sub(i.bytes);
+            evicted.files += 1;
+            evicted.bytes += i.bytes;
+            if !i.current
+                && let Some(d) = i.path.parent()
+                && Some(d) != current_dir
+            {
+                // Removed only once empty.
+                let _ = std::fs::remove_dir(d);
+            }
+        }
+        evicted
+    }
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Evicted {
+    files: u64,
+    bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tempdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "syncweave-disk-cache-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn age(path: &Path, secs_ago: u64) {
+        let f = std::fs::File::options().append(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+            .unwrap();
+    }
+
+    fn size_of(root: &Path) -> u64 {
+        let mut n = 0;
+        for d in std::fs::read_dir(root).unwrap().flatten() {
+            for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+                n += f.metadata().unwrap().len();
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn sizes_parse_as_bytes_or_quantities() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("512Mi"), Ok(512 << 20));
+        assert_eq!(parse_size(" 1Gi "), Ok(1 << 30));
+        assert_eq!(parse_size("2G"), Ok(2_000_000_000));
+        assert!(parse_size("1.5Gi").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("Gi").unwrap_err().contains("whole number"));
+        assert!(
+            parse_size("99999999999Ti")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn writing_past_the_limit_evicts_the_least_recently_used_entries() {
+        let root = tempdir("lru");
+        let cache = DiskCache {
+            root: root.clone(),
+            max_bytes: 3_000,
+        };
+        let dir = root.join("engine-a");
+        let [a, b, c, d] = ["a", "b", "c", "d"].map(|n| dir.join(format!("{n}.cwasm")));
+        cache.write(&a, &[0; 900]).unwrap();
+        cache.write(&b, &[0; 900]).unwrap();
+        cache.write(&c, &[0; 900]).unwrap();
+        age(&a, 300);
+        age(&b, 200);
+        age(&c, 100);
+        // a was used most recently (a hit touches it), so b is the oldest.
+        touch(&a);
+        cache.write(&d, &[0; 900]).unwrap();
+        assert!(a.exists() && c.exists() && d.exists());
+        assert!(
+            !b.exists() && !sidecar(&b).exists(),
+            "b was least recently used"
+        );
+        assert!(size_of(&root) <= 3_000, "{} bytes", size_of(&root));
+        assert_eq!(verify_entry(&d), Ok(true));
+    }
+
+    #[test]
+    fn another_engines_entries_go_before_this_ones() {
+        let root = tempdir("engines");
+        let cache = DiskCache {
+            root: root.clone(),
+            max_bytes: 2_500,
+        };
+        let old = root.join("engine-old").join("x.cwasm");
+        let mine = root.join("engine-new").join("y.cwasm");
+        cache.write(&mine, &[0; 900]).unwrap();
+        age(&mine, 1_000);
+        cache.write(&old, &[0; 900]).unwrap();
+        let next = root.join("engine-new").join("z.cwasm");
+        cache.write(&next, &[0; 900]).unwrap();
+        assert!(mine.exists() && next.exists());
+        assert!(
+            !root.join("engine-old").exists(),
+            "the other engine's entry and its then-empty directory are gone"
+        );
+    }
+
+    #[test]
+    fn an_entry_larger_than_the_limit_is_not_cached_and_evicts_nothing() {
+        let root = tempdir("huge");
+        let cache = DiskCache {
+            root: root.clone(),
+            max_bytes: 1_000,
+        };
+        let small = root.join("e").join("small.cwasm");
+        cache.write(&small, &[0; 100]).unwrap();
+        let err = cache
+            .write(&root.join("e").join("big.cwasm"), &[0; 2_000])
+            .unwrap_err();
+        assert!(err.contains(MAX_SIZE_ENV), "{err}");
+        assert!(small.exists());
+    }
+
+    #[test]
+    fn rewriting_an_entry_does_not_evict_others_for_its_old_copy() {
+        let root = tempdir("rewrite");
+        let cache = DiskCache {
+            root: root.clone(),
+            max_bytes: 2_000,
+        };
+        let a = root.join("e").join("a.cwasm");
+        let b = root.join("e").join("b.cwasm");
+        cache.write(&a, &[0; 900]).unwrap();
+        cache.write(&b, &[0; 900]).unwrap();
+        age(&a, 100);
+        cache.write(&b, &[1; 900]).unwrap();
+        assert!(a.exists(), "b's old copy made room for its new one");
+    }
+}
