@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 
-pub(super) use super::pack::resource_version;
+use super::pack::resource_version;
 use super::pack::{Cacheable, DictSlot, Packed};
 use super::{KeyParts, ObjectKey};
 use crate::apis::kcp::CLUSTER_ANNOTATION;
@@ -522,30 +522,33 @@ impl<V: Cacheable> Store<V> {
         self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn entry(&self, v: V) -> Option<(Arc<str>, StoreEntry)> {
-        let oref = object_ref(&v).into();
+    /// `v` as kept, with its `namespace/name`; `Err` with just that when
+    /// it cannot be packed.
+    fn entry(&self, v: V) -> Result<(Arc<str>, StoreEntry), Arc<str>> {
+        let oref: Arc<str> = object_ref(&v).into();
         let key = (self.key_of)(&v).map(Arc::from);
-        let obj = Packed::pack(v, &self.dict)?;
-        Some((oref, StoreEntry { obj, key }))
+        match Packed::pack(v, &self.dict) {
+            Some(obj) => Ok((oref, StoreEntry { obj, key })),
+            None => Err(oref),
+        }
     }
 
     /// A watch event: `v` exists (as of its resourceVersion).
     pub fn apply(&self, v: V) {
-        let oref = object_ref(&v);
         match self.entry(v) {
-            Some((oref, e)) => {
+            Ok((oref, e)) => {
                 let mut inner = self.write();
                 inner.tombstones.unbury(&oref);
                 inner.insert(oref, e);
             }
-            None => self.write().remove(&oref),
+            Err(oref) => self.write().remove(&oref),
         }
     }
 
     /// The agent itself wrote `v`: remember the API's answer, unless the
     /// watch has since seen a newer version or the object's deletion.
     pub fn write_through(&self, v: V) {
-        let Some((oref, e)) = self.entry(v) else {
+        let Ok((oref, e)) = self.entry(v) else {
             return;
         };
         let mut inner = self.write();
@@ -568,7 +571,7 @@ impl<V: Cacheable> Store<V> {
     }
 
     pub fn listed(&self, v: V) {
-        let Some(e) = self.entry(v) else { return };
+        let Ok(e) = self.entry(v) else { return };
         if let Some(buf) = self.write().relist.as_mut() {
             buf.push(e);
         }

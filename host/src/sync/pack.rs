@@ -107,6 +107,24 @@ fn compressor() -> CompressorOxide {
     CompressorOxide::new(create_comp_flags_from_zip_params(DEFLATE_LEVEL, 0, 0))
 }
 
+thread_local! {
+    /// One compressor per thread, reset for each use: a new one allocates
+    /// its hash chains and window (hundreds of KB) for every object packed.
+    static COMPRESSOR: std::cell::RefCell<CompressorOxide> = std::cell::RefCell::new(compressor());
+}
+
+/// Run `f` with this thread's compressor, fresh as if just made.
+fn with_compressor<T>(f: impl FnOnce(&mut CompressorOxide) -> T) -> T {
+    COMPRESSOR.with(|c| match c.try_borrow_mut() {
+        Ok(mut c) => {
+            c.reset();
+            f(&mut c)
+        }
+        // Re-entered (cannot happen: packing does not pack): a new one.
+        Err(_) => f(&mut compressor()),
+    })
+}
+
 /// Feed `input` to `c`, handing what it writes to `out`; false if the
 /// compressor did not take all of it (cannot happen with an output callback
 /// that takes everything, but a wrong stream must not be stored).
@@ -125,7 +143,7 @@ fn feed(c: &mut CompressorOxide, input: &[u8], flush: TDEFLFlush, out: &mut Vec<
 impl Dict {
     fn new(raw: &[u8]) -> Option<Dict> {
         let mut prefix = Vec::new();
-        feed(&mut compressor(), raw, TDEFLFlush::Sync, &mut prefix).then(|| Dict {
+        with_compressor(|c| feed(c, raw, TDEFLFlush::Sync, &mut prefix)).then(|| Dict {
             raw: raw.into(),
             prefix: prefix.into(),
         })
@@ -133,13 +151,14 @@ impl Dict {
 
     /// `json` deflated as the continuation of this dictionary.
     fn deflate(&self, json: &[u8]) -> Option<Vec<u8>> {
-        let mut c = compressor();
         let mut prefix = Vec::with_capacity(self.prefix.len());
         let mut out = Vec::with_capacity(json.len() / 4 + 16);
         out.push(WITH_DICT);
-        (feed(&mut c, &self.raw, TDEFLFlush::Sync, &mut prefix)
-            && *prefix == *self.prefix
-            && feed(&mut c, json, TDEFLFlush::Finish, &mut out))
+        with_compressor(|c| {
+            feed(c, &self.raw, TDEFLFlush::Sync, &mut prefix)
+                && *prefix == *self.prefix
+                && feed(c, json, TDEFLFlush::Finish, &mut out)
+        })
         .then_some(out)
     }
 

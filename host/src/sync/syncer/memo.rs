@@ -29,14 +29,14 @@ impl SyncContext {
     /// The agent wrote `obj` (the kcp object): into the cache, and noted as
     /// this reconcile's own version of it.
     pub(super) fn kcp_written(&self, obj: DynamicObject) {
-        let rv = crate::sync::cache::resource_version(&obj);
+        let rv = crate::sync::pack::resource_version(&obj);
         let _ = WROTE.try_with(|w| w.set((rv, w.get().1)));
         self.cache.write_through(obj);
     }
 
     /// The agent wrote the copy `obj`: as [`SyncContext::kcp_written`].
     pub(super) fn copy_written(&self, obj: DynamicObject) {
-        let rv = crate::sync::cache::resource_version(&obj);
+        let rv = crate::sync::pack::resource_version(&obj);
         let _ = WROTE.try_with(|w| w.set((w.get().0, rv)));
         self.copies.write_through(obj);
     }
