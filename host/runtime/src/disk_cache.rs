@@ -120,19 +120,29 @@ pub(crate) fn remove_entry(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-/// Where the cache lives and how large it may grow.
+/// Where the cache lives, how large it may grow, and which of its
+/// directories belong to this host's engines.
 #[derive(Debug, Clone)]
-pub(crate) struct DiskCache {
+pub struct DiskCache {
     pub root: PathBuf,
     pub max_bytes: u64,
+    /// Directory names (engine compatibility hashes) this host loads from;
+    /// any other directory directly under `root` but [`SOURCES_DIR`] is an
+    /// older engine's.
+    pub engines: Vec<String>,
 }
+
+/// The directory under the cache root where fetched plugin sources are
+/// kept (by the agent's fetcher); they count toward the same limit.
+pub const SOURCES_DIR: &str = "sources";
 
 /// One evictable thing: an entry with its sidecars, or a stale temp file.
 struct Item {
     path: PathBuf,
     bytes: u64,
     used: SystemTime,
-    /// Under this engine's directory (loadable) rather than another's.
+    /// Loadable by this host (its engines' entries, fetched sources) rather
+    /// than left by an older engine.
     current: bool,
     /// Another writer's temporary file, still being written.
     in_progress: bool,
@@ -145,25 +155,7 @@ impl DiskCache {
     /// keep the cache within its limit; an artefact larger than the whole
     /// limit is not cached.
     pub fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
-        let need = bytes.len() as u64 + 64;
-        if need > self.max_bytes {
-            return Err(format!(
-                "the compiled component ({} bytes) is larger than the whole cache may be ({} bytes); \
-                 raise {MAX_SIZE_ENV} (the chart's pluginCache.sizeLimit) to cache it",
-                bytes.len(),
-                self.max_bytes
-            ));
-        }
-        let evicted = self.make_room(path, need);
-        if evicted.files > 0 {
-            tracing::info!(
-                dir = %self.root.display(),
-                evicted_entries = evicted.files,
-                evicted_bytes = evicted.bytes,
-                max_bytes = self.max_bytes,
-                "compiled-component cache full; evicted the least recently used entries"
-            );
-        }
+        self.make_room(path, bytes.len() as u64 + 64)?;
         crate::fsutil::write_atomically(path, bytes).map_err(|e| e.to_string())?;
         crate::fsutil::write_atomically(&sidecar(path), blake3::hash(bytes).to_hex().as_bytes())
             .map_err(|e| e.to_string())?;
@@ -173,75 +165,32 @@ impl DiskCache {
 
     /// Delete least recently used entries until `incoming` more bytes fit
     /// (an existing entry at `replacing` is about to be overwritten, so it
-    /// counts as gone).
-    fn make_room(&self, replacing: &Path, incoming: u64) -> Evicted {
-        let current_dir = replacing.parent();
+    /// counts as gone). `Err` when `incoming` alone is over the limit: the
+    /// caller does not cache it.
+    pub fn make_room(&self, replacing: &Path, incoming: u64) -> Result<(), String> {
+        if incoming > self.max_bytes {
+            return Err(format!(
+                "{incoming} bytes do not fit in the plugin cache at all (its limit is {} bytes); \
+                 raise {MAX_SIZE_ENV} (the chart's pluginCache.sizeLimit) to cache this plugin",
+                self.max_bytes
+            ));
+        }
         let now = SystemTime::now();
         let mut items = Vec::new();
         let Ok(dirs) = std::fs::read_dir(&self.root) else {
-            return Evicted::default();
+            return Ok(());
         };
         for dir in dirs.flatten() {
             let dir = dir.path();
             if !dir.is_dir() {
                 continue;
             }
-            let current = Some(dir.as_path()) == current_dir;
-            let Ok(files) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for f in files.flatten() {
-                let p = f.path();
-                let Ok(meta) = f.metadata() else { continue };
-                let name = f.file_name();
-                let name = name.to_string_lossy();
-                let used = meta.modified().unwrap_or(now);
-                if name.starts_with(".tmp-") {
-                    // Another writer's file in progress, unless it is old.
-                    let stale = now.duration_since(used).unwrap_or_default() > STALE_TMP;
-                    items.push(Item {
-                        path: p,
-                        bytes: meta.len(),
-                        used,
-                        current: false,
-                        in_progress: !stale,
-                    });
-                    continue;
-                }
-                let base = match name
-                    .strip_suffix(".blake3")
-                    .or_else(|| name.strip_suffix(".sha256"))
-                {
-                    Some(b) => dir.join(b),
-                    None => p.clone(),
-                };
-                if base == replacing {
-                    continue;
-                }
-                match items.iter_mut().find(|i: &&mut Item| i.path == base) {
-                    Some(i) => {
-                        i.bytes += meta.len();
-                        if p == base {
-                            i.used = used;
-                        }
-                    }
-                    None => items.push(Item {
-                        path: base.clone(),
-                        bytes: meta.len(),
-                        // A sidecar alone (its artefact gone) goes first.
-                        used: if p == base {
-                            used
-                        } else {
-                            SystemTime::UNIX_EPOCH
-                        },
-                        current,
-                        in_progress: false,
-                    }),
-                }
-            }
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            let current = name == SOURCES_DIR || self.engines.iter().any(|e| *e == name);
+            collect(&dir, current, replacing, now, 0, &mut items);
         }
         let mut total: u64 = items.iter().map(|i| i.bytes).sum();
-        // Other engines' entries first, then the least recently used.
+        // Older engines' entries first, then the least recently used.
         items.sort_by_key(|i| (i.current, i.used));
         let mut evicted = Evicted::default();
         for i in items {
@@ -257,13 +206,91 @@ impl DiskCache {
             evicted.bytes += i.bytes;
             if !i.current
                 && let Some(d) = i.path.parent()
-                && Some(d) != current_dir
             {
                 // Removed only once empty.
                 let _ = std::fs::remove_dir(d);
             }
         }
-        evicted
+        if evicted.files > 0 {
+            tracing::info!(
+                dir = %self.root.display(),
+                evicted_entries = evicted.files,
+                evicted_bytes = evicted.bytes,
+                max_bytes = self.max_bytes,
+                "plugin cache full; evicted the least recently used entries"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The evictable items under `dir` (entries grouped with their sidecars),
+/// a few levels deep (`sources/sha256/<hex>`).
+fn collect(
+    dir: &Path,
+    current: bool,
+    replacing: &Path,
+    now: SystemTime,
+    depth: u8,
+    items: &mut Vec<Item>,
+) {
+    let Ok(files) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for f in files.flatten() {
+        let p = f.path();
+        let Ok(meta) = f.metadata() else { continue };
+        if meta.is_dir() {
+            if depth < 2 {
+                collect(&p, current, replacing, now, depth + 1, items);
+            }
+            continue;
+        }
+        let name = f.file_name();
+        let name = name.to_string_lossy();
+        let used = meta.modified().unwrap_or(now);
+        if name.starts_with(".tmp-") {
+            // Another writer's file in progress, unless it is old.
+            let stale = now.duration_since(used).unwrap_or_default() > STALE_TMP;
+            items.push(Item {
+                path: p,
+                bytes: meta.len(),
+                used,
+                current: false,
+                in_progress: !stale,
+            });
+            continue;
+        }
+        let base = match name
+            .strip_suffix(".blake3")
+            .or_else(|| name.strip_suffix(".sha256"))
+        {
+            Some(b) => dir.join(b),
+            None => p.clone(),
+        };
+        if base == replacing {
+            continue;
+        }
+        match items.iter_mut().find(|i: &&mut Item| i.path == base) {
+            Some(i) => {
+                i.bytes += meta.len();
+                if p == base {
+                    i.used = used;
+                }
+            }
+            None => items.push(Item {
+                path: base.clone(),
+                bytes: meta.len(),
+                // A sidecar alone (its artefact gone) goes first.
+                used: if p == base {
+                    used
+                } else {
+                    SystemTime::UNIX_EPOCH
+                },
+                current,
+                in_progress: false,
+            }),
+        }
     }
 }
 
@@ -324,6 +351,7 @@ mod tests {
         let cache = DiskCache {
             root: root.clone(),
             max_bytes: 3_000,
+            engines: vec!["engine-a".into()],
         };
         let dir = root.join("engine-a");
         let [a, b, c, d] = ["a", "b", "c", "d"].map(|n| dir.join(format!("{n}.cwasm")));
@@ -351,6 +379,7 @@ mod tests {
         let cache = DiskCache {
             root: root.clone(),
             max_bytes: 2_500,
+            engines: vec!["engine-new".into()],
         };
         let old = root.join("engine-old").join("x.cwasm");
         let mine = root.join("engine-new").join("y.cwasm");
@@ -372,6 +401,7 @@ mod tests {
         let cache = DiskCache {
             root: root.clone(),
             max_bytes: 1_000,
+            engines: vec!["e".into()],
         };
         let small = root.join("e").join("small.cwasm");
         cache.write(&small, &[0; 100]).unwrap();
@@ -388,6 +418,7 @@ mod tests {
         let cache = DiskCache {
             root: root.clone(),
             max_bytes: 2_000,
+            engines: vec!["e".into()],
         };
         let a = root.join("e").join("a.cwasm");
         let b = root.join("e").join("b.cwasm");
@@ -396,5 +427,29 @@ mod tests {
         age(&a, 100);
         cache.write(&b, &[1; 900]).unwrap();
         assert!(a.exists(), "b's old copy made room for its new one");
+    }
+
+    #[test]
+    fn both_engines_and_fetched_sources_count_and_are_kept_by_recency() {
+        let root = tempdir("two-engines");
+        let cache = DiskCache {
+            root: root.clone(),
+            max_bytes: 2_500,
+            engines: vec!["bounds".into(), "guarded".into()],
+        };
+        let bounds = root.join("bounds").join("a.cwasm");
+        let source = root.join(SOURCES_DIR).join("sha256").join("ab12");
+        std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+        cache.write(&bounds, &[0; 900]).unwrap();
+        std::fs::write(&source, [0; 900]).unwrap();
+        age(&source, 500);
+        // A guarded entry evicts the oldest loadable item (the source), not
+        // the other current engine's entry as if it were an old engine's.
+        cache
+            .write(&root.join("guarded").join("b.cwasm"), &[0; 900])
+            .unwrap();
+        assert!(bounds.exists());
+        assert!(!source.exists(), "the least recently used source went");
+        assert!(root.join(SOURCES_DIR).join("sha256").is_dir());
     }
 }

@@ -339,12 +339,17 @@ impl Runtime {
             .map(|d| d.join(compat).join(format!("{hex}.cwasm")))
     }
 
-    /// The on-disk cache, if caching is on.
-    pub(crate) fn disk_cache(&self) -> Option<DiskCache> {
+    /// The on-disk cache and its bound, if caching is on (the agent keeps
+    /// fetched plugin sources under it too, within the same limit).
+    pub fn disk_cache(&self) -> Option<DiskCache> {
         let cfg = &self.inner.cfg;
         cfg.cache_dir.as_ref().map(|root| DiskCache {
             root: root.clone(),
             max_bytes: cfg.cache_max_bytes,
+            engines: vec![
+                self.inner.bounds_checked.compat.clone(),
+                self.inner.guarded.compat.clone(),
+            ],
         })
     }
 

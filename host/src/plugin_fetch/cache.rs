@@ -11,11 +11,22 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone)]
 pub struct BlobCache {
     dir: PathBuf,
+    /// Keeps the plugin cache (this store and the compiled plugins beside
+    /// it) within its size limit.
+    bound: Option<syncweave_runtime::DiskCache>,
 }
 
 impl BlobCache {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        BlobCache { dir: dir.into() }
+        BlobCache {
+            dir: dir.into(),
+            bound: None,
+        }
+    }
+
+    pub fn with_bound(mut self, bound: Option<syncweave_runtime::DiskCache>) -> Self {
+        self.bound = bound;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -55,6 +66,10 @@ impl BlobCache {
             let _ = std::fs::remove_file(&path);
             return None;
         }
+        // Recently used: evicted after the others.
+        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
         Some(bytes)
     }
 
@@ -66,6 +81,12 @@ impl BlobCache {
             return;
         };
         if path.exists() {
+            return;
+        }
+        if let Some(bound) = &self.bound
+            && let Err(e) = bound.make_room(&path, bytes.len() as u64)
+        {
+            tracing::warn!(digest, error = %e, "not caching the plugin source");
             return;
         }
         if let Err(e) = syncweave_runtime::fsutil::write_atomically(&path, bytes) {
@@ -115,6 +136,41 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp-"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn sources_stay_within_the_shared_plugin_cache_limit() {
+        let root = tempdir();
+        let bound = syncweave_runtime::DiskCache {
+            root: root.clone(),
+            max_bytes: 2_500,
+            engines: vec!["engine".into()],
+        };
+        let cache = BlobCache::new(root.join(syncweave_runtime::SOURCES_DIR))
+            .with_bound(Some(bound.clone()));
+        let (a, b, c) = (vec![1u8; 1_000], vec![2u8; 1_000], vec![3u8; 1_000]);
+        cache.put(&a);
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let path_a = cache.path(&sha256_digest(&a)).unwrap();
+        std::fs::File::options()
+            .append(true)
+            .open(&path_a)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        cache.put(&b);
+        cache.put(&c);
+        assert!(
+            !path_a.exists(),
+            "the least recently used source was evicted"
+        );
+        assert_eq!(cache.get(&sha256_digest(&c), 1 << 20), Some(c));
+        assert_eq!(cache.get(&sha256_digest(&b), 1 << 20), Some(b));
+        // Larger than the whole limit: not cached, nothing evicted for it.
+        let huge = vec![4u8; 3_000];
+        cache.put(&huge);
+        assert_eq!(cache.get(&sha256_digest(&huge), 1 << 20), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -227,6 +227,9 @@ pub struct FetchOptions {
     pub builtin_dirs: Vec<PathBuf>,
     /// Root of the content-addressed cache; `None` disables it.
     pub cache_dir: Option<PathBuf>,
+    /// The limit that cache shares with the compiled plugins beside it
+    /// (least recently used entries are evicted); `None`: unbounded.
+    pub cache_bound: Option<syncweave_runtime::DiskCache>,
     pub max_bytes: u64,
     pub timeout: Duration,
     pub connect_timeout: Duration,
@@ -264,7 +267,8 @@ impl FetchOptions {
                 .config()
                 .cache_dir
                 .as_ref()
-                .map(|d| d.join("sources")),
+                .map(|d| d.join(syncweave_runtime::SOURCES_DIR)),
+            cache_bound: runtime.disk_cache(),
             max_bytes: DEFAULT_MAX_BYTES,
             timeout: DEFAULT_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -342,7 +346,10 @@ impl FetchContext {
         let http = https::client(&opts).map_err(SetupError)?;
         Ok(FetchContext {
             inner: Arc::new(Inner {
-                cache: opts.cache_dir.as_ref().map(BlobCache::new),
+                cache: opts
+                    .cache_dir
+                    .as_ref()
+                    .map(|d| BlobCache::new(d).with_bound(opts.cache_bound.clone())),
                 opts,
                 http,
             }),
@@ -974,6 +981,7 @@ pub(crate) mod tests {
             service: None,
             builtin_dirs: vec![dir.join("builtins")],
             cache_dir: Some(dir.join("cache")),
+            cache_bound: None,
             max_bytes: 1 << 20,
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
