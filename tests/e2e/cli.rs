@@ -161,3 +161,32 @@ fn plugin_bench_measures_a_plugin_beside_the_builtin() {
         assert!(r["input"].as_str().unwrap().starts_with("example "), "{r}");
     }
 }
+
+#[test]
+fn a_bad_plugin_cache_size_is_refused_naming_the_variable() {
+    let dir = std::env::temp_dir().join(format!("sw-cachesize-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inspect = |size: &str| {
+        Command::new(env!("CARGO_BIN_EXE_syncweave"))
+            .args(["plugin", "inspect", "mutation", "--json"])
+            .env("SYNCWEAVE_CACHE_DIR", dir.join("cache"))
+            .env("SYNCWEAVE_CACHE_MAX_SIZE", size)
+            .output()
+            .expect("binary runs")
+    };
+    let out = inspect("lots");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("SYNCWEAVE_CACHE_MAX_SIZE") && err.contains("512Mi"),
+        "names the variable and a valid form: {err}"
+    );
+    // As the chart writes it from a sizeLimit.
+    let out = inspect("1.5Gi");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,30 +37,50 @@ pub fn max_bytes_from_env() -> Result<Option<u64>, String> {
     }
 }
 
-/// A byte count, plain or as a Kubernetes quantity (`512Mi`, `1Gi`, `2G`).
+/// A byte count, plain or as a Kubernetes quantity (`512Mi`, `1.5Gi`,
+/// `2G`), as a volume's `sizeLimit` may be written.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| "it does not start with a whole number".to_string())?;
     let mult: u64 = match unit {
         "" => 1,
         "k" => 1_000,
         "M" => 1_000_000,
         "G" => 1_000_000_000,
         "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
         "Ki" => 1 << 10,
         "Mi" => 1 << 20,
         "Gi" => 1 << 30,
         "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
         other => {
             return Err(format!(
-                "unknown unit {other:?} (use Ki, Mi, Gi, Ti, k, M, G or T)"
+                "unknown unit {other:?} (use Ki, Mi, Gi, Ti, Pi, k, M, G, T or P)"
             ));
         }
     };
+    if num.is_empty() || num.starts_with('.') || num.ends_with('.') || num.matches('.').count() > 1
+    {
+        return Err("it does not start with a number".to_string());
+    }
+    if let Some((whole, frac)) = num.split_once('.') {
+        // Exact for the fractions quantities are written with (1.5Gi);
+        // rounded down to a byte.
+        let whole: u64 = whole.parse().map_err(|_| "it is too large".to_string())?;
+        let digits = frac.len().min(18) as u32;
+        let frac: u64 = frac[..digits as usize]
+            .parse()
+            .map_err(|_| "it does not start with a number".to_string())?;
+        let scale = 10u128.pow(digits);
+        let bytes =
+            u128::from(whole) * u128::from(mult) + u128::from(frac) * u128::from(mult) / scale;
+        return u64::try_from(bytes).map_err(|_| "it is too large".to_string());
+    }
+    let n: u64 = num.parse().map_err(|_| "it is too large".to_string())?;
     n.checked_mul(mult)
         .ok_or_else(|| "it is too large".to_string())
 }
@@ -336,8 +356,12 @@ mod tests {
         assert_eq!(parse_size("512Mi"), Ok(512 << 20));
         assert_eq!(parse_size(" 1Gi "), Ok(1 << 30));
         assert_eq!(parse_size("2G"), Ok(2_000_000_000));
-        assert!(parse_size("1.5Gi").unwrap_err().contains("unknown unit"));
-        assert!(parse_size("Gi").unwrap_err().contains("whole number"));
+        assert_eq!(parse_size("1.5Gi"), Ok(3 << 29));
+        assert_eq!(parse_size("0.5Mi"), Ok(512 << 10));
+        assert!(parse_size("1Gb").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("Gi").unwrap_err().contains("number"));
+        assert!(parse_size("1.2.3Mi").unwrap_err().contains("number"));
+        assert!(parse_size(".5Mi").unwrap_err().contains("number"));
         assert!(
             parse_size("99999999999Ti")
                 .unwrap_err()
