@@ -128,7 +128,7 @@ pub(crate) fn verify_entry(path: &Path) -> Result<bool, String> {
 
 /// Mark an entry as just used, so eviction takes others first. Best effort:
 /// a read-only cache still serves hits.
-pub(crate) fn touch(path: &Path) {
+pub fn touch(path: &Path) {
     if let Ok(f) = std::fs::File::options().append(true).open(path) {
         let _ = f.set_modified(SystemTime::now());
     }
@@ -334,6 +334,14 @@ mod tests {
         d
     }
 
+    fn cache(root: &Path, max_bytes: u64, engines: &[&str]) -> DiskCache {
+        DiskCache {
+            root: root.to_path_buf(),
+            max_bytes,
+            engines: engines.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
     fn age(path: &Path, secs_ago: u64) {
         let f = std::fs::File::options().append(true).open(path).unwrap();
         f.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
@@ -372,11 +380,7 @@ mod tests {
     #[test]
     fn writing_past_the_limit_evicts_the_least_recently_used_entries() {
         let root = tempdir("lru");
-        let cache = DiskCache {
-            root: root.clone(),
-            max_bytes: 3_000,
-            engines: vec!["engine-a".into()],
-        };
+        let cache = cache(&root, 3_000, &["engine-a"]);
         let dir = root.join("engine-a");
         let [a, b, c, d] = ["a", "b", "c", "d"].map(|n| dir.join(format!("{n}.cwasm")));
         cache.write(&a, &[0; 900]).unwrap();
@@ -400,11 +404,7 @@ mod tests {
     #[test]
     fn another_engines_entries_go_before_this_ones() {
         let root = tempdir("engines");
-        let cache = DiskCache {
-            root: root.clone(),
-            max_bytes: 2_500,
-            engines: vec!["engine-new".into()],
-        };
+        let cache = cache(&root, 2_500, &["engine-new"]);
         let old = root.join("engine-old").join("x.cwasm");
         let mine = root.join("engine-new").join("y.cwasm");
         cache.write(&mine, &[0; 900]).unwrap();
@@ -422,11 +422,7 @@ mod tests {
     #[test]
     fn an_entry_larger_than_the_limit_is_not_cached_and_evicts_nothing() {
         let root = tempdir("huge");
-        let cache = DiskCache {
-            root: root.clone(),
-            max_bytes: 1_000,
-            engines: vec!["e".into()],
-        };
+        let cache = cache(&root, 1_000, &["e"]);
         let small = root.join("e").join("small.cwasm");
         cache.write(&small, &[0; 100]).unwrap();
         let err = cache
@@ -439,11 +435,7 @@ mod tests {
     #[test]
     fn rewriting_an_entry_does_not_evict_others_for_its_old_copy() {
         let root = tempdir("rewrite");
-        let cache = DiskCache {
-            root: root.clone(),
-            max_bytes: 2_000,
-            engines: vec!["e".into()],
-        };
+        let cache = cache(&root, 2_000, &["e"]);
         let a = root.join("e").join("a.cwasm");
         let b = root.join("e").join("b.cwasm");
         cache.write(&a, &[0; 900]).unwrap();
@@ -456,11 +448,7 @@ mod tests {
     #[test]
     fn both_engines_and_fetched_sources_count_and_are_kept_by_recency() {
         let root = tempdir("two-engines");
-        let cache = DiskCache {
-            root: root.clone(),
-            max_bytes: 2_500,
-            engines: vec!["bounds".into(), "guarded".into()],
-        };
+        let cache = cache(&root, 2_500, &["bounds", "guarded"]);
         let bounds = root.join("bounds").join("a.cwasm");
         let source = root.join(SOURCES_DIR).join("sha256").join("ab12");
         std::fs::create_dir_all(source.parent().unwrap()).unwrap();

@@ -26,7 +26,7 @@ mod stdio;
 pub mod world;
 
 pub use build::{BuildError, BuildOptions, BuiltComponent, Toolchain, build_crate};
-pub use disk_cache::{DiskCache, SOURCES_DIR};
+pub use disk_cache::{DiskCache, SOURCES_DIR, touch};
 pub use examples::{
     Difference, ExampleFailure, ExampleOutcome, ExampleVerdict, example_context, json_difference,
 };

@@ -411,11 +411,11 @@ fn the_disk_cache_stays_within_its_limit() {
     })
     .unwrap();
     let p = rt.load("hostile", &other, None).unwrap();
-    let spin_path = rt.cache_path(&p).unwrap();
-    if std::fs::metadata(&spin_path).unwrap().len() + one_entry < limit {
+    let hostile_path = rt.cache_path(&p).unwrap();
+    if std::fs::metadata(&hostile_path).unwrap().len() + one_entry < limit {
         panic!("the fixture plugins are too small to test eviction; pick larger ones");
     }
-    assert!(spin_path.is_file());
+    assert!(hostile_path.is_file());
     assert!(!echo_path.exists(), "the older entry was evicted");
     let total: u64 = walk(&dir).iter().map(|f| f.metadata().unwrap().len()).sum();
     assert!(total <= limit, "{total} bytes cached, limit {limit}");

@@ -67,9 +67,7 @@ impl BlobCache {
             return None;
         }
         // Recently used: evicted after the others.
-        if let Ok(f) = std::fs::File::options().append(true).open(&path) {
-            let _ = f.set_modified(std::time::SystemTime::now());
-        }
+        syncweave_runtime::touch(&path);
         Some(bytes)
     }
 
