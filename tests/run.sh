@@ -30,6 +30,14 @@ fi
 phase "prerequisites"
 tests/setup.sh >/dev/null
 
+# Scratch directories of the tests (and the tools they run) go to a TMPDIR
+# of this run under target/, emptied when the next run starts: in /tmp they
+# piled up at ~50 MB a run, and here the last run's are kept to read after
+# a failure.
+export TMPDIR="$repo/target/test-tmp"
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
+
 phase "building the host (built-in plugins are compiled and embedded)"
 cargo build --workspace --all-targets
 
