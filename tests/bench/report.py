@@ -16,6 +16,9 @@ KIND (paths relative to the doc's directory):
                                  from these runs and shows them
     scale FILE...                one row per --scale run
     startup FILE...              one row per agent of each --startup run
+    startup-builds FILE...       the same, one row per run, labelled by the agent binary's
+                                 file name (to compare builds: name each build after its
+                                 commit and pass it as SYNCWEAVE_BIN)
 
 Commands:
     report.py doc [--check] [DOC]     regenerate DOC (default docs/performance.md) and its
@@ -382,6 +385,26 @@ def startup(runs):
     return table(["run", "agent", "ready", "copies", "peak RSS", "RSS", "CPU"], rows)
 
 
+def startup_builds(runs):
+    rows = []
+    for i, run in enumerate(runs, 1):
+        for a in run.get("agents", []):
+            rows.append(
+                [
+                    str(i),
+                    f"`{os.path.basename(a.get('binary') or a['agent'])}`",
+                    num(a.get("ready_seconds"), "{:.2f} s") or "–",
+                    num(a.get("first_copies_seconds"), "{:.2f} s"),
+                    mib(a.get("vm_hwm_kb")),
+                    mib(a.get("vm_rss_kb")),
+                    mib(a.get("rss_anon_kb")) or "–",
+                    mib(a.get("rss_file_kb")) or "–",
+                    num(a.get("cpu_seconds"), "{:.2f} s"),
+                ]
+            )
+    return table(["run", "agent binary", "ready", "copies", "peak RSS", "RSS", "of it anonymous", "of it file-backed", "CPU"], rows)
+
+
 # ---------------------------------------------------------------- SVG
 
 
@@ -561,9 +584,10 @@ def render(kind, args, docdir, written):
         "runs": runs_section,
         "scale": scale,
         "startup": startup,
+        "startup-builds": startup_builds,
     }.get(kind)
     if fn is None:
-        raise SystemExit(f"unknown bench section kind {kind!r} (side-by-side, targets, runs, charts, scale, startup)")
+        raise SystemExit(f"unknown bench section kind {kind!r} (side-by-side, targets, runs, charts, scale, startup, startup-builds)")
     return fn(runs)
 
 

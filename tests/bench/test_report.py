@@ -133,6 +133,14 @@ class ReportTest(unittest.TestCase):
             json.dump(run, f)
         self.assertEqual(report.doc(self.doc, check=True), 1)
 
+    def test_startup_builds_are_labelled_by_their_binary(self):
+        run = {"kind": "startup", "agents": [{"agent": "syncweave", "binary": "/tmp/syncweave-179367c",
+                                              "ready_seconds": 0.19, "first_copies_seconds": 0.44,
+                                              "vm_hwm_kb": 52440, "vm_rss_kb": 45212, "rss_anon_kb": 5632,
+                                              "rss_file_kb": 39580, "cpu_seconds": 0.14}]}
+        out = report.startup_builds([run])
+        self.assertIn("| 1 | `syncweave-179367c` | 0.19 s | 0.44 s | 51.2 MiB | 44.2 MiB | 5.5 MiB | 38.7 MiB | 0.14 s |", out)
+
     def test_rust_symbols_are_demangled(self):
         self.assertEqual(
             report.demangle("_ZN9syncweave4sync6syncer6Syncer9reconcile17h0123456789abcdefE"),

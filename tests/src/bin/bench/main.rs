@@ -547,13 +547,15 @@ impl Machine {
 fn print_startup(figures: &[startup::Startup]) {
     for f in figures {
         println!(
-            "S {:<10} ready {:>8}  copies {:>8}  peak RSS {:>9}  RSS {:>9}  CPU {:>7}{}",
+            "S {:<10} ready {:>8}  copies {:>8}  peak RSS {:>9}  RSS {:>9} (anon {}, file {})  CPU {:>7}{}",
             f.agent,
             f.ready_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
             f.first_copies_seconds
                 .map_or("-".into(), |s| format!("{s:.2} s")),
             mb(f.vm_hwm_kb),
             mb(f.vm_rss_kb),
+            mb(f.rss_anon_kb),
+            mb(f.rss_file_kb),
             f.cpu_seconds.map_or("-".into(), |s| format!("{s:.2} s")),
             f.error
                 .as_ref()

@@ -59,6 +59,12 @@ pub struct Startup {
     /// VmHWM (peak RSS) and VmRSS 20 s after the copies appeared.
     pub vm_hwm_kb: Option<u64>,
     pub vm_rss_kb: Option<u64>,
+    /// VmRSS split: anonymous memory (heap, stacks, the compiled plugins'
+    /// code) and file-backed pages (mostly the agent's own binary, mapped in
+    /// as it runs: how much of it shows depends on the page cache, e.g. on
+    /// whether the binary was just built, not on the agent).
+    pub rss_anon_kb: Option<u64>,
+    pub rss_file_kb: Option<u64>,
     /// CPU seconds the agent used until then.
     pub cpu_seconds: Option<f64>,
 }
@@ -191,6 +197,8 @@ pub async fn run_startup(
     tokio::time::sleep(Duration::from_secs(20)).await;
     f.vm_hwm_kb = proc_.status_kb("VmHWM");
     f.vm_rss_kb = proc_.status_kb("VmRSS");
+    f.rss_anon_kb = proc_.status_kb("RssAnon");
+    f.rss_file_kb = proc_.status_kb("RssFile");
     f.cpu_seconds = proc_.cpu_seconds();
     proc_.stop();
     log(format!(
