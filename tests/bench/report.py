@@ -367,42 +367,31 @@ def scale(runs):
     )
 
 
-def startup(runs):
+def startup(runs, by_binary=False):
+    """One row per agent of each run; by_binary: labelled by the agent
+    binary's file name (to compare builds), with RSS split into anonymous
+    and file-backed memory."""
     rows = []
     for i, run in enumerate(runs, 1):
         for a in run.get("agents", []):
+            label = (f"`{os.path.basename(a.get('binary') or a['agent'])}`" if by_binary
+                     else AGENT_TITLE.get(a["agent"], a["agent"]))
+            split = [mib(a.get("rss_anon_kb")) or "–", mib(a.get("rss_file_kb")) or "–"] if by_binary else []
             rows.append(
                 [
                     str(i),
-                    AGENT_TITLE.get(a["agent"], a["agent"]),
+                    label,
                     num(a.get("ready_seconds"), "{:.2f} s") or "–",
                     num(a.get("first_copies_seconds"), "{:.2f} s"),
                     mib(a.get("vm_hwm_kb")),
                     mib(a.get("vm_rss_kb")),
+                    *split,
                     num(a.get("cpu_seconds"), "{:.2f} s"),
                 ]
             )
-    return table(["run", "agent", "ready", "copies", "peak RSS", "RSS", "CPU"], rows)
-
-
-def startup_builds(runs):
-    rows = []
-    for i, run in enumerate(runs, 1):
-        for a in run.get("agents", []):
-            rows.append(
-                [
-                    str(i),
-                    f"`{os.path.basename(a.get('binary') or a['agent'])}`",
-                    num(a.get("ready_seconds"), "{:.2f} s") or "–",
-                    num(a.get("first_copies_seconds"), "{:.2f} s"),
-                    mib(a.get("vm_hwm_kb")),
-                    mib(a.get("vm_rss_kb")),
-                    mib(a.get("rss_anon_kb")) or "–",
-                    mib(a.get("rss_file_kb")) or "–",
-                    num(a.get("cpu_seconds"), "{:.2f} s"),
-                ]
-            )
-    return table(["run", "agent binary", "ready", "copies", "peak RSS", "RSS", "of it anonymous", "of it file-backed", "CPU"], rows)
+    head = ["run", "agent binary" if by_binary else "agent", "ready", "copies", "peak RSS", "RSS"]
+    head += ["of it anonymous", "of it file-backed"] if by_binary else []
+    return table(head + ["CPU"], rows)
 
 
 # ---------------------------------------------------------------- SVG
@@ -584,7 +573,7 @@ def render(kind, args, docdir, written):
         "runs": runs_section,
         "scale": scale,
         "startup": startup,
-        "startup-builds": startup_builds,
+        "startup-builds": lambda runs: startup(runs, by_binary=True),
     }.get(kind)
     if fn is None:
         raise SystemExit(f"unknown bench section kind {kind!r} (side-by-side, targets, runs, charts, scale, startup, startup-builds)")

@@ -138,7 +138,7 @@ class ReportTest(unittest.TestCase):
                                               "ready_seconds": 0.19, "first_copies_seconds": 0.44,
                                               "vm_hwm_kb": 52440, "vm_rss_kb": 45212, "rss_anon_kb": 5632,
                                               "rss_file_kb": 39580, "cpu_seconds": 0.14}]}
-        out = report.startup_builds([run])
+        out = report.startup([run], by_binary=True)
         self.assertIn("| 1 | `syncweave-179367c` | 0.19 s | 0.44 s | 51.2 MiB | 44.2 MiB | 5.5 MiB | 38.7 MiB | 0.14 s |", out)
 
     def test_rust_symbols_are_demangled(self):
