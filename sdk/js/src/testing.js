@@ -37,6 +37,7 @@ import * as adapter from './adapter.js';
 import { check, contractOf, needs02, resourceKey, resourceSource, resourceText, ContractError } from './contract.js';
 import { PluginError, ReadError, ReadInvalid, ReadNotAllowed } from './errors.js';
 import { jsonEqual } from './patch.js';
+import { checkBounds } from './report.js';
 import { SelectorError, matches, parse } from './selector.js';
 import { fixtureContext } from './types.js';
 
@@ -132,6 +133,16 @@ function readsFor(plugin, opts) {
   return new FixtureReads(plugin, fixtures, errors);
 }
 
+/** The host fails a call whose report is over its bounds; so does the harness. */
+function bounded(result) {
+  try {
+    checkBounds(result.report);
+  } catch (err) {
+    throw new Error(`the host rejects this report: ${err.message}`);
+  }
+  return result;
+}
+
 /** Runs the plugin's validate-config; throws InvalidConfig when it refuses. */
 export function validateConfig(plugin, config, { configText: text } = {}) {
   adapter.validateConfig(plugin, text !== undefined ? text : adapter.toJson(config ?? null, 'config'));
@@ -163,17 +174,17 @@ function callMutate(plugin, obj, opts) {
       );
     }
   }
-  return { output: out, report };
+  return bounded({ output: out, report });
 }
 
 function callName(plugin, obj, opts) {
   const text = opts.objectText !== undefined ? opts.objectText : adapter.toJson(obj, 'object');
-  return adapter.name(plugin, context(opts), configText(opts), text, readsFor(plugin, opts));
+  return bounded(adapter.name(plugin, context(opts), configText(opts), text, readsFor(plugin, opts)));
 }
 
 function callRender(plugin, values, opts) {
   const { output, report } = adapter.render(plugin, context(opts), configText(opts), opts.template ?? '', adapter.toJson(values, 'values'), readsFor(plugin, opts));
-  return { output: output.map((d) => JSON.parse(d)), report };
+  return bounded({ output: output.map((d) => JSON.parse(d)), report });
 }
 
 /**

@@ -239,9 +239,13 @@ test('the report of a call', () => {
 test('report fields are checked', () => {
   const plugin = (body) => defineMutator({ name: 'p', contract: '0.2', mutate: (ctx) => void body(ctx) });
   const cases = [
-    [() => report.warning('not camel', 'm'), `reason "not camel" must be CamelCase`],
+    [() => report.warning('not camel', 'm'), `reason "not camel" is not a valid reason; use CamelCase`],
+    [() => report.normal('', 'm'), `reason "" is not a valid reason`],
+    [() => report.condition('Not Ready', 'True', 'R'), `type "Not Ready" is not a valid condition type`],
+    [() => report.condition('Ready', 'True', 'R', 'm'.repeat(40000)), 'message is 40000 bytes'],
+    [() => report.setContext('a key', 1), `key "a key" is not a valid context key`],
     [() => report.condition('Ready', 'yes', 'R'), `status "yes" must be one of`],
-    [() => report.setContext('', 1), 'key must be a non-empty string'],
+    [() => report.setContext('', 1), `key "" is not a valid context key`],
     [() => report.setContext('k', 1n), "context value 'k' is not JSON"],
     [() => report.setContext('tenant', 'again'), "context key 'tenant' was set by an earlier step"],
   ];
@@ -257,6 +261,27 @@ test('report fields are checked', () => {
     },
   });
   assert.deepEqual(testing.call(twice, {}).report.conditions, [{ type: 'Ready', status: 'True', reason: 'Checked', message: 'ok' }]);
+});
+
+test('reasons, types and keys follow the host rules, not only CamelCase; the harness applies the bounds', () => {
+  const lenient = defineMutator({
+    name: 'lenient',
+    contract: '0.2',
+    mutate() {
+      report.warning('subnet_missing:v2', 'Kubernetes accepts this reason');
+      report.condition('example.com/Ready', 'True', 'Ok');
+      report.setContext('example.com/subnet', 's1');
+    },
+  });
+  assert.equal(testing.call(lenient, {}).report.conditions[0].type, 'example.com/Ready');
+  const plugin = (body) => defineMutator({ name: 'p', contract: '0.2', mutate: () => void body() });
+  const many = () => {
+    for (let i = 0; i < 33; i++) report.warning('W', String(i));
+  };
+  const big = () => report.setContext('k', 'x'.repeat(70000));
+  for (const [body, needle] of [[many, "report.results has 33 entries, over the host's limit of 32"], [big, "over the host's limit of 65536 bytes"]]) {
+    assert.throws(() => testing.call(plugin(body), {}), (e) => e.message.startsWith('the host rejects this report: ') && e.message.includes(needle), needle);
+  }
 });
 
 test('context values reach the plugin through JSON', () => {

@@ -304,15 +304,57 @@ class ReportTest(unittest.TestCase):
             return P()
 
         cases = [
-            (lambda ctx: report.warning("not camel", "m"), "reason 'not camel' must be CamelCase"),
+            (lambda ctx: report.warning("not camel", "m"), "reason 'not camel' is not a valid reason; use CamelCase"),
+            (lambda ctx: report.normal("", "m"), "reason '' is not a valid reason"),
+            (lambda ctx: report.condition("Not Ready", "True", "R"), "type 'Not Ready' is not a valid condition type"),
+            (lambda ctx: report.condition("Ready", "True", "R", "m" * 40000), "message is 40000 bytes"),
+            (lambda ctx: report.set_context("a key", 1), "key 'a key' is not a valid context key"),
             (lambda ctx: report.condition("Ready", "yes", "R"), "status 'yes' must be one of"),
-            (lambda ctx: report.set_context("", 1), "key must be a non-empty string"),
+            (lambda ctx: report.set_context("", 1), "key '' is not a valid context key"),
             (lambda ctx: report.set_context("k", {1, 2}), "context value 'k' is not JSON"),
             (lambda ctx: report.set_context("tenant", "again"), "context key 'tenant' was set by an earlier step"),
         ]
         for body, needle in cases:
             with self.assertRaises(Internal, msg=needle) as caught:
                 testing.mutate(plugin(body), {}, ctx_values={"tenant": "t"})
+            self.assertIn(needle, str(caught.exception))
+
+    def test_host_rules_that_are_not_camel_case_only(self):
+        class Lenient(Mutator):
+            contract = "0.2"
+            name = "lenient"
+
+            def mutate(self, ctx, cfg, obj, other):
+                report.warning("subnet_missing:v2", "Kubernetes accepts this reason")
+                report.condition("example.com/Ready", "True", "Ok")
+                report.set_context("example.com/subnet", "s1")
+
+        out = testing.call(Lenient(), {})
+        self.assertEqual(out.report.conditions[0].type, "example.com/Ready")
+
+    def test_the_harness_applies_the_hosts_bounds(self):
+        def plugin(body):
+            class P(Mutator):
+                contract = "0.2"
+                name = "p"
+
+                def mutate(self, ctx, cfg, obj, other):
+                    body()
+
+            return P()
+
+        def many_warnings():
+            for i in range(33):
+                report.warning("W", str(i))
+
+        def big():
+            report.set_context("k", "x" * 70000)
+
+        for body, needle in [(many_warnings, "report.results has 33 entries, over the host's limit of 32"),
+                             (big, "over the host's limit of 65536 bytes")]:
+            with self.assertRaises(AssertionError) as caught:
+                testing.call(plugin(body), {})
+            self.assertIn(f"the host rejects this report: ", str(caught.exception))
             self.assertIn(needle, str(caught.exception))
 
     def test_a_condition_type_is_reported_once(self):

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import adapter, contract
+from . import report as _report
 from . import selector as _selector
 from .errors import PluginError, ReadError, ReadInvalid, ReadNotAllowed
 from .patch import json_equal
@@ -166,6 +167,15 @@ def _identity(obj: Any) -> dict:
     }
 
 
+def _bounded(report: Report) -> Report:
+    """The host fails a call whose report is over its bounds; so does the harness."""
+    try:
+        _report.check_bounds(report)
+    except ValueError as err:
+        raise AssertionError(f"the host rejects this report: {err}") from None
+    return report
+
+
 def _mutate(plugin, obj, config, other, ctx, config_text, object_text, reads, read_errors, ctx_values) -> Outcome:
     text = _text(obj, object_text, "object")
     out_text, report = adapter.mutate(
@@ -188,7 +198,7 @@ def _mutate(plugin, obj, config, other, ctx, config_text, object_text, reads, re
                 f"the mutator changed {field} from {was!r} to {after.get(field)!r}; the host rejects "
                 "this (mutators may not change apiVersion, kind, metadata.name or metadata.namespace)"
             )
-    return Outcome(out, report)
+    return Outcome(out, _bounded(report))
 
 
 def mutate(
@@ -219,7 +229,7 @@ def _name(plugin, obj, config, ctx, config_text, object_text, reads, read_errors
         _text(obj, object_text, "object"),
         _reads(plugin, reads, read_errors),
     )
-    return Outcome(n, report)
+    return Outcome(n, _bounded(report))
 
 
 def name(
@@ -253,7 +263,7 @@ def _render(plugin, values, config, template, ctx, config_text, reads, read_erro
         adapter.to_json(values, "values"),
         _reads(plugin, reads, read_errors),
     )
-    return Outcome([json.loads(d) for d in docs], report)
+    return Outcome([json.loads(d) for d in docs], _bounded(report))
 
 
 def render(
