@@ -3,9 +3,8 @@
 //! componentize-js), and reads back the WIT world each component carries.
 //!
 //! Ignored by default: they need componentize-py on PATH and `npm install`
-//! in `tests/fixtures/js-namespace-labels` (and in examples/js-mutator for
-//! nothing: the 0.1 JavaScript case uses the 0.2 fixture's tools), and take
-//! about a minute. Run them with
+//! in `tests/fixtures/js-namespace-labels`, and take a few minutes (each
+//! build 40-80 s on two shared cores). Run them with
 //!
 //!     cargo test -p syncweave-wasm-build --test contract_builds -- --ignored --nocapture
 //!
