@@ -252,10 +252,38 @@ fn js_0_2_project_builds_against_the_0_2_world() {
     need_node_modules(&dir);
     let started = Instant::now();
     let out = out_dir("js02");
-    let built = build_js(&js(dir, "js-namespace-labels"), &out, true).unwrap();
+    let built = build_js(&js(dir.clone(), "js-namespace-labels"), &out, true).unwrap();
     let (wit, imports, exports) = world_of(&built.path);
     report("JavaScript, contract 0.2", &built, started, &wit);
     assert_v02(&imports, &exports);
+
+    // Call it: jco (componentize-js's own dependency) turns the component
+    // into an ES module that node instantiates with a fake host for the
+    // contract's imports; run-component.mjs checks describe, the report, the
+    // context values and a read error as the host would see them.
+    let transpiled = out.join("transpiled");
+    let status = std::process::Command::new(dir.join("node_modules/.bin/jco"))
+        .arg("transpile")
+        .arg(&built.path)
+        .arg("-o")
+        .arg(&transpiled)
+        .args(["--instantiation", "async", "--name", "component", "--quiet"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "jco transpile failed");
+    let out = std::process::Command::new("node")
+        .arg("run-component.mjs")
+        .arg(transpiled.join("component.js"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(out.status.success(), "run-component.mjs failed:\n{text}");
 }
 
 #[test]
