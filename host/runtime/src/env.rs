@@ -444,6 +444,10 @@ impl CallRecord {
     }
 }
 
+/// One recorded read: the request, its answer, and whether a replay has
+/// served it yet.
+type RecordedEntry = (ReadRequest, Result<ReadAnswer, ReadError>, bool);
+
 /// A [`ReadHost`] that answers from a recording, for replays: each read gets
 /// the answer the recorded call got for the same request (the same request
 /// made several times gets the recorded answers in order, then the last one
@@ -453,7 +457,7 @@ impl CallRecord {
 #[derive(Debug)]
 pub struct RecordedReads {
     /// (request, answer, served yet).
-    entries: Mutex<Vec<(ReadRequest, Result<ReadAnswer, ReadError>, bool)>>,
+    entries: Mutex<Vec<RecordedEntry>>,
 }
 
 impl RecordedReads {
