@@ -18,7 +18,7 @@ use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
 use crate::sync::gojson;
 use crate::sync::labels::{AGENT_NAME_LABEL, SOURCE_GENERATION_ANNOTATION, sha1_hex_json_line};
-use crate::sync::syncer::Side;
+use crate::sync::context::Side;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
@@ -87,8 +87,8 @@ pub struct CrdIndex {
 
 impl CrdIndex {
     /// Apply one watch event of the CRD watch.
-    pub fn feed(&self, change: crate::sync::cache::Change<DynamicObject>) {
-        use crate::sync::cache::Change;
+    pub fn feed(&self, change: crate::controller::store::Change<DynamicObject>) {
+        use crate::controller::store::Change;
         let entry = |o: &DynamicObject| {
             let name = o.metadata.name.clone().unwrap_or_default();
             let group = o.data["spec"]["group"]
@@ -240,7 +240,7 @@ pub async fn find_crd(
     }
     // No CRD: a built-in resource (Deployment, Role, ConfigMap, …), described
     // as the CRD it would have.
-    super::builtin::crd_from_openapi(service, &pr.spec.resource.api_group, &pr.spec.resource.kind)
+    super::openapi::crd_from_openapi(service, &pr.spec.resource.api_group, &pr.spec.resource.kind)
         .await?
         .ok_or_else(|| SchemaError::CrdNotFound {
             pr: pr_name,
@@ -333,9 +333,9 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
     // As upstream: the CRD's API approval (required by kcp for the
     // protected *.k8s.io groups) is the one annotation kept.
     if let Some(approval) =
-        local_crd["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION].as_str()
+        local_crd["metadata"]["annotations"][crate::publish::openapi::APPROVAL_ANNOTATION].as_str()
     {
-        schema["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION] =
+        schema["metadata"]["annotations"][crate::publish::openapi::APPROVAL_ANNOTATION] =
             json!(approval);
     }
     Resolved {
