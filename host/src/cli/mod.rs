@@ -213,8 +213,20 @@ pub struct SyncArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_flag_duration)]
     pub resync_period: std::time::Duration,
 
+    /// (syncweave) Objects of one PublishedResource reconciled at a time
+    /// (never the same object twice at once).
+    #[arg(long, value_name = "N", default_value_t = crate::sync::controller::DEFAULT_WORKERS, value_parser = parse_workers)]
+    pub sync_workers: usize,
+
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+fn parse_workers(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a number of workers from 1 to 256")),
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -305,6 +317,7 @@ pub struct SyncOptions {
     pub disabled_controllers: Vec<String>,
     pub sync_target: Option<String>,
     pub resync_period: std::time::Duration,
+    pub sync_workers: usize,
     pub common: CommonArgs,
 }
 
@@ -387,6 +400,7 @@ impl SyncArgs {
             disabled_controllers: self.disabled_controllers,
             sync_target: self.sync_target.filter(|s| !s.is_empty()),
             resync_period: self.resync_period,
+            sync_workers: self.sync_workers,
             common: self.common,
         })
     }

@@ -194,6 +194,7 @@ impl Publisher {
             convergence: Default::default(),
             recorder: self.kcp_events.clone(),
             resync: self.cfg.resync,
+            workers: self.cfg.workers,
             in_sync: Default::default(),
         };
         let ctx = Arc::new(ctx);

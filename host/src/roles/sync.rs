@@ -142,6 +142,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             selector: opts.selector.clone(),
             disabled: opts.disabled_controllers.clone(),
             resync: opts.resync_period,
+            workers: opts.sync_workers,
         },
         kcp,
         service,

@@ -85,6 +85,8 @@ pub struct SyncContext {
     pub recorder: Arc<events::Recorder>,
     /// How often an object in sync is checked again (`--resync-period`).
     pub resync: Duration,
+    /// Objects reconciled at a time (`--sync-workers`).
+    pub workers: usize,
     /// Per key, the (kcp, copy) resourceVersions a reconcile left in sync:
     /// a check that finds both unchanged has nothing to do (no plugin call,
     /// no request). Only where every input is watched (no related

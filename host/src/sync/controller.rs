@@ -22,7 +22,12 @@ use crate::controller::queue::WorkQueue;
 use crate::controller::runner::Outcome;
 use crate::controller::store::ObjectKey;
 
-pub const WORKERS: usize = 4;
+/// Objects of one PublishedResource reconciled at a time, unless
+/// `--sync-workers` says otherwise. Upstream's 4 left the agent far below
+/// what the servers take once no client-side limit holds it back
+/// (docs/performance.md); more workers only mean more requests in flight,
+/// which the servers' Priority and Fairness paces.
+pub const DEFAULT_WORKERS: usize = 8;
 /// How often an object in sync is checked again. Every input of a plain
 /// PublishedResource is watched (the kcp object, its copy, its state
 /// Secret) and plugin swaps re-check everything, so the periodic check only
@@ -43,7 +48,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         WorkQueue::new(Duration::from_millis(100), Duration::from_secs(30));
     info!(published_resource = %ctx.published_resource, "starting sync controller");
     let mut controller = Controller::new(ctx.clone(), queue, cancel)
-        .workers(WORKERS)
+        .workers(ctx.workers)
         .feed("failure-summary", {
             let ctx = ctx.clone();
             move |_| summarise_failures(ctx.clone())
