@@ -658,7 +658,7 @@ impl Runtime {
         }
         if let Some(pre) = crate::precompiled::get(digest, kind) {
             let cache = self.disk_cache().zip(cache_path.as_deref());
-            match pre.load(engine, cache) {
+            match pre.load(engine, &set.compat, cache) {
                 Ok(c) => {
                     counters.precompiled.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(plugin = name, digest, "loaded precompiled built-in");
