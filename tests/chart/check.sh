@@ -128,7 +128,7 @@ expect "sync: kcp kubeconfig read from the mounted Secret" "$a" "--kcp-kubeconfi
 expect "sync: leaderElect -> --leader-elect-* timings" "$a" \
   "--leader-elect-lease-duration=15s" "--leader-elect-renew-deadline=10s" "--leader-elect-retry-period=2s"
 expect "sync: rateLimits -> client-side QPS/burst flags for both servers" "$a" \
-  "--kcp-qps=100" "--kcp-burst=200" "--service-qps=100" "--service-burst=200"
+  "--kcp-qps=0" "--kcp-burst=200" "--service-qps=0" "--service-burst=200"
 refuse "sync: in-cluster service access (no --kubeconfig without the kubeconfig value)" "$a" "--kubeconfig="
 if [ "$(tail -1 <<<"$a")" = "--log-format=Console" ] &&
   [ "$(grep -n -- '--log-format=JSON' <<<"$a" | cut -d: -f1)" -lt "$(grep -n -- '--log-format=Console' <<<"$a" | cut -d: -f1)" ]; then
@@ -245,7 +245,7 @@ expect "init: runs the init role against kcp" "$a" "init" "--kubeconfig=/etc/ini
   "--enable-leader-election=false"
 [ "$(tail -1 <<<"$a")" = "--log-debug" ] && ok "init: extraFlags appended" || not_ok "init: extraFlags appended" "$a"
 refuse "init: no sync flags" "$a" "--apiexportendpointslice-ref" "--kcp-kubeconfig" "--namespace=" "--service-qps"
-expect "init: the kcp rate limit" "$a" "--kcp-qps=100" "--kcp-burst=200"
+expect "init: the kcp rate limit" "$a" "--kcp-qps=0" "--kcp-burst=200"
 expect "init: kcp kubeconfig Secret mounted, plugin cache, probes" "$(doc init Deployment)" \
   'secretName: "kcp-init-kubeconfig"' "mountPath: /etc/init-agent/kcp" "name: plugin-cache" \
   "path: /readyz" "app.kubernetes.io/component: init"

@@ -1027,18 +1027,25 @@ spec:
             .map(String::as_str),
         Some("db.example.com")
     );
-    let primary = get_opt(&crontabs(&client, "default"), "db")
-        .await
-        .unwrap()
-        .unwrap();
-    let annotations = primary.metadata.annotations.unwrap_or_default();
-    assert_eq!(
-        annotations
-            .get("related-resources.syncagent.kcp.io/info.0")
-            .map(String::as_str),
-        Some(r#"{"namespace":"db-extras","name":"db-info","apiVersion":"v1","kind":"ConfigMap"}"#),
-        "the annotation names the copy's namespace in kcp: {annotations:?}"
-    );
+    // The copy is created first and the primary annotated right after, in
+    // the same pass: the annotation may trail the copy by a request.
+    let want = r#"{"namespace":"db-extras","name":"db-info","apiVersion":"v1","kind":"ConfigMap"}"#;
+    eventually(
+        "the annotation naming the copy's namespace in kcp",
+        WAIT,
+        || async {
+            let primary = get_opt(&crontabs(&client, "default"), "db").await?;
+            let annotations = primary
+                .and_then(|p| p.metadata.annotations)
+                .unwrap_or_default();
+            match annotations.get("related-resources.syncagent.kcp.io/info.0") {
+                Some(v) if v == want => Ok(Some(())),
+                Some(v) => Err(format!("annotation is {v}, want {want}")),
+                None => Err(format!("no info.0 annotation yet: {annotations:?}")),
+            }
+        },
+    )
+    .await;
 
     // Down, into namespaces named by reference on each side.
     let svc_token: Api<Secret> =

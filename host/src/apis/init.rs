@@ -165,7 +165,7 @@ mod tests {
                 proptest::sample::select(vec![
                     "workspaceTypeRef", "sources", "renderer", "template",
                 ]),
-                crate::sync::patch::tests::json_value(),
+                crate::testing::json_value(),
                 0..4,
             ),
         ) {

@@ -11,6 +11,8 @@
 pub mod init;
 pub mod kcp;
 pub mod published_resource;
+pub mod selector;
+pub mod validation;
 pub mod wasmplugin;
 
 pub use init::{

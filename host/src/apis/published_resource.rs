@@ -605,10 +605,10 @@ mod tests {
                     "resource", "projection", "naming", "mutation", "related", "filter",
                     "synchronization", "enableWorkspacePaths",
                 ]),
-                crate::sync::patch::tests::json_value(),
+                crate::testing::json_value(),
                 0..6,
             ),
-            resource in crate::sync::patch::tests::json_object(crate::sync::patch::tests::json_value()),
+            resource in crate::testing::json_object(crate::testing::json_value()),
         ) {
             let mut spec: serde_json::Map<String, serde_json::Value> =
                 fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();

@@ -213,7 +213,7 @@ mod tests {
             Just("ConfigMap"),
             Just(""),
         ];
-        let junk = crate::sync::patch::tests::json_value;
+        let junk = crate::testing::json_value;
         (api_version, kind, junk(), junk(), any::<u8>()).prop_map(
             |(api_version, kind, metadata, extra, shape)| match shape % 4 {
                 0 => json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "ns"}}),

@@ -5,7 +5,7 @@
 //! initializer and kcp marks the workspace Ready.
 //!
 //! Top to bottom:
-//! - [`InitAgent`] runs the agent's runner ([`crate::runner`]) over the
+//! - [`InitAgent`] runs the agent's runner ([`crate::controller::runner`]) over the
 //!   InitTargets (and watches InitTemplates) in the config
 //!   workspace and runs one [`target`] worker per InitTarget, keyed by UID;
 //!   a worker stops when its InitTarget is deleted, stops matching the
@@ -32,14 +32,15 @@ use kube::runtime::watcher;
 use kube::{Client, Config};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::apis::InitTarget;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
-use crate::kubeconfig::base_of;
-use crate::runner::Outcome;
-use crate::runner::feed::Feed;
-use crate::runner::queue::WorkQueue;
+use crate::controller::Controller;
+use crate::controller::feed::Feed;
+use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome;
+use crate::kube::kubeconfig::base_of;
 use render::{RendererError, Renderers};
 use syncweave_runtime::PluginFailure;
 
@@ -185,7 +186,7 @@ pub fn lease_client(kcp: &Config, workspace: &str) -> Result<Client, InitError> 
     cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
         InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
     })?;
-    crate::client::build_unfenced(cfg, "lease")
+    crate::kube::client::build_unfenced(cfg, "lease")
         .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
 }
 
@@ -194,7 +195,7 @@ fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
     cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
         InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
     })?;
-    crate::client::build(cfg, "kcp")
+    crate::kube::client::build(cfg, "kcp")
         .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
 }
 
@@ -261,7 +262,7 @@ impl InitAgent {
     }
 
     /// Run until `cancel` fires. InitTargets go through the agent's runner
-    /// ([`crate::runner`]: one queue entry per target, supervised workers);
+    /// ([`crate::controller::runner`]: one queue entry per target, supervised workers);
     /// each reconcile starts, restarts or kicks the target's worker, or
     /// stops the workers of a target that is gone. The watch enqueues a
     /// target on every change and, after each (re-)list, every target
@@ -278,32 +279,13 @@ impl InitAgent {
             running: std::sync::Mutex::new(HashMap::new()),
             cancel: cancel.clone(),
         });
-        let mut tasks = tokio::task::JoinSet::new();
         let templates_changed = Arc::new(Notify::new());
         let templates: Api<DynamicObject> =
             Api::all_with(self.shared.config_client.clone(), &inittemplate_resource());
-        tasks.spawn(notify_on_events(
-            "InitTemplates",
-            watcher(templates, watcher::Config::default()),
-            templates_changed.clone(),
-        ));
-        {
-            let mgr = mgr.clone();
-            tasks.spawn(async move {
-                loop {
-                    templates_changed.notified().await;
-                    // A fixed template should not wait for the backoff of
-                    // every workspace that failed with the broken one.
-                    mgr.kick_all();
-                }
-            });
-        }
         info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
 
         let queue: Arc<WorkQueue<String>> =
             WorkQueue::new(Duration::from_millis(500), Duration::from_secs(30));
-        crate::runner::spawn_workers(&mut tasks, 1, mgr.clone(), queue.clone(), cancel.clone());
-
         let targets: Api<DynamicObject> = Api::all_with(self.shared.config_client.clone(), &ar);
         let config_workspace = self.shared.config_workspace.clone();
         // Every change of a target is a new resourceVersion; a target gone
@@ -320,45 +302,58 @@ impl InitAgent {
         );
         // The reflector owns its store's writer, which cannot be made twice:
         // the watch runs once, for the life of the agent (it re-lists and
-        // retries by itself; crate::watch::drive paces it).
-        let watch = crate::watch::drive(
-            reflector::reflector(
-                writer,
-                watcher(targets, watcher::Config::default().labels(&self.selector)),
-            ),
-            |ev| feed.on_event(&ev, &queue),
-            |e, retry, report| {
-                if !report {
-                    debug!(error = %e, ?retry, "InitTarget watch failed again");
-                    return;
-                }
-                let hint = match e {
-                    watcher::Error::InitialListFailed(kube::Error::Api(s))
-                    | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => match s.code {
-                        404 => {
-                            "; install the InitTarget and InitTemplate CRDs there (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
-                        }
-                        401 | 403 => {
-                            "; grant the agent's user get/list/watch on inittargets and inittemplates there"
-                        }
-                        _ => "",
+        // retries by itself).
+        let watch = {
+            let queue = queue.clone();
+            let selector = self.selector.clone();
+            async move {
+                crate::controller::watch::drive_reported(
+                    reflector::reflector(
+                        writer,
+                        watcher(targets, watcher::Config::default().labels(&selector)),
+                    ),
+                    &format!("InitTargets in workspace {config_workspace}"),
+                    |e| match crate::controller::watch::status_code(e) {
+                        Some(404) => Some(
+                            "install the InitTarget and InitTemplate CRDs there \
+                             (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
+                                .into(),
+                        ),
+                        Some(401 | 403) => Some(
+                            "grant the agent's user get/list/watch on inittargets and \
+                             inittemplates there"
+                                .into(),
+                        ),
+                        _ => None,
                     },
-                    _ => "",
-                };
-                warn!(error = %e, ?retry, "watching InitTargets in workspace {config_workspace} failed{hint}; retrying");
-            },
-        );
-        tokio::select! {
-            _ = cancel.cancelled() => {}
-            _ = watch => {}
-        }
-        queue.shut_down();
-        mgr.stop_all();
-        tasks.abort_all();
+                    |ev| feed.on_event(&ev, &queue),
+                )
+                .await
+            }
+        };
+        let stop = mgr.clone();
+        Controller::new(mgr.clone(), queue, cancel)
+            .feed_once(notify_on_events(
+                "InitTemplates",
+                watcher(templates, watcher::Config::default()),
+                templates_changed.clone(),
+            ))
+            .feed_once(async move {
+                loop {
+                    templates_changed.notified().await;
+                    // A fixed template should not wait for the backoff of
+                    // every workspace that failed with the broken one.
+                    mgr.kick_all();
+                }
+            })
+            .feed_once(watch)
+            .on_stop(move || stop.stop_all())
+            .run()
+            .await;
     }
 }
 
-impl crate::runner::Reconcile for Manager {
+impl crate::controller::runner::Reconcile for Manager {
     type Key = String;
     type Error = String;
     const TASK: &'static str = "inittarget-worker";
@@ -509,9 +504,12 @@ impl Manager {
         };
         tokio::spawn({
             let (shared, cancel, kick) = (self.shared.clone(), worker_cancel.clone(), kick.clone());
-            crate::supervise::supervised("init-target", name.clone(), cancel.clone(), move || {
-                target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone())
-            })
+            crate::controller::supervise::supervised(
+                "init-target",
+                name.clone(),
+                cancel.clone(),
+                move || target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone()),
+            )
         });
         running.insert(
             uid,
@@ -527,24 +525,21 @@ impl Manager {
 }
 
 /// Drive a watch and wake `notify` on every change (paced and reported by
-/// [`crate::watch::drive`], so a missing CRD does not spin).
+/// [`crate::controller::watch::drive`], so a missing CRD does not spin).
 async fn notify_on_events<S>(what: &'static str, stream: S, notify: Arc<Notify>)
 where
     S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
 {
-    crate::watch::drive(
+    crate::controller::watch::drive_reported(
         stream,
+        what,
+        |_| None,
         |ev| {
             if matches!(
                 ev,
                 watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
             ) {
                 notify.notify_one();
-            }
-        },
-        |e, retry, report| {
-            if report {
-                warn!(watch = what, error = %e, ?retry, "watch failed; retrying");
             }
         },
     )
@@ -569,7 +564,7 @@ mod tests {
         assert_eq!(a, lease_name("root:my-init-agent"));
         assert_ne!(a, lease_name("root:other"));
         assert!(a.starts_with("init-agent-") && a.len() == 21, "{a}");
-        assert!(crate::validation::dns1035_label(&a).is_ok());
+        assert!(crate::apis::validation::dns1035_label(&a).is_ok());
     }
 
     #[test]

@@ -17,7 +17,7 @@ const LOGICAL_CLUSTER: &str = "cluster";
 
 /// Done: initialized, or nothing (more) to do for this workspace; Gone:
 /// the workspace left the virtual workspace (initialized or deleted).
-pub(crate) use crate::runner::Outcome;
+pub(crate) use crate::controller::runner::Outcome;
 
 /// The merge patch removing `ours` from `initializers`: the remaining list,
 /// or `null` when ours was the last (kcp's virtual workspace accepts only

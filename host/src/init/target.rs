@@ -6,22 +6,22 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{debug, info, warn};
 
-use super::reconcile::Outcome;
 use super::{InitError, Shared, workspacetype_resource};
 use crate::apis::WorkspaceTypeReference;
 use crate::apis::kcp::{CLUSTER_ANNOTATION, logical_cluster};
-use crate::metrics::METRICS;
-use crate::runner::queue::WorkQueue;
+use crate::controller::Controller;
+use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome;
+use crate::ops::metrics::METRICS;
 
 /// Upstream runs 4 workers per target.
 const WORKERS: usize = 4;
@@ -172,33 +172,29 @@ pub(crate) async fn run(
         queue: WorkQueue::new(Duration::from_millis(500), Duration::from_secs(120)),
         state: Mutex::new(State::default()),
     });
-    let mut tasks = tokio::task::JoinSet::new();
-    crate::runner::spawn_workers(
-        &mut tasks,
-        WORKERS,
-        target.clone(),
-        target.queue.clone(),
-        cancel.clone(),
-    );
-    {
-        let target = target.clone();
-        tasks.spawn(async move {
-            loop {
-                kick.notified().await;
-                target.kick_all();
+    Controller::new(target.clone(), target.queue.clone(), cancel)
+        .workers(WORKERS)
+        .feed_once({
+            let target = target.clone();
+            async move {
+                loop {
+                    kick.notified().await;
+                    target.kick_all();
+                }
             }
-        });
-    }
-    tokio::select! {
-        _ = cancel.cancelled() => {}
-        _ = watch_workspace_type(target.clone()) => {}
-    }
-    target.queue.shut_down();
-    tasks.abort_all();
+        })
+        // Follows the WorkspaceType; it starts and stops the watches of its
+        // virtual workspaces itself (they end with it).
+        .feed("workspacetype-watch", {
+            let target = target.clone();
+            move |_| watch_workspace_type(target.clone())
+        })
+        .run()
+        .await;
     info!(init_target = %target.id.name, "stopped InitTarget worker");
 }
 
-impl crate::runner::Reconcile for Target {
+impl crate::controller::runner::Reconcile for Target {
     type Key = ClusterKey;
     type Error = InitError;
     const TASK: &'static str = "init-worker";
@@ -282,41 +278,36 @@ async fn watch_workspace_type(target: Arc<Target>) {
     };
     let api: Api<DynamicObject> = Api::all_with(client, &workspacetype_resource());
     let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut stream = std::pin::pin!(watcher(api, cfg).default_backoff());
     let mut vws: HashMap<Arc<str>, AbortOnDropHandle<()>> = HashMap::new();
     let mut found_in_list = false;
     let describe = format!("WorkspaceType {}:{name}", target.wst_workspace);
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::Init) => found_in_list = false,
-            Ok(watcher::Event::InitApply(wst)) | Ok(watcher::Event::Apply(wst)) => {
+    crate::controller::watch::drive_reported(
+        watcher(api, cfg),
+        &describe,
+        |e| {
+            (crate::controller::watch::status_code(e) == Some(403)).then(|| {
+                "grant the agent's user list/watch on workspacetypes in that workspace".into()
+            })
+        },
+        |ev| match ev {
+            watcher::Event::Init => found_in_list = false,
+            watcher::Event::InitApply(wst) | watcher::Event::Apply(wst) => {
                 found_in_list = true;
                 on_workspace_type(&target, &wst, &mut vws);
             }
-            Ok(watcher::Event::InitDone) => {
+            watcher::Event::InitDone => {
                 if !found_in_list {
                     warn!(init_target = %target.id.name, "{describe} not found; create it or fix spec.workspaceTypeRef (waiting)");
                     stop_all(&target, &mut vws);
                 }
             }
-            Ok(watcher::Event::Delete(_)) => {
+            watcher::Event::Delete(_) => {
                 warn!(init_target = %target.id.name, "{describe} was deleted; waiting for it to come back");
                 stop_all(&target, &mut vws);
             }
-            Err(e) => {
-                let hint = match &e {
-                    watcher::Error::InitialListFailed(kube::Error::Api(s))
-                    | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                        if s.code == 403 =>
-                    {
-                        "; grant the agent's user list/watch on workspacetypes in that workspace"
-                    }
-                    _ => "",
-                };
-                warn!(init_target = %target.id.name, error = %e, "watching {describe} failed{hint}; retrying");
-            }
-        }
-    }
+        },
+    )
+    .await;
     stop_all(&target, &mut vws);
 }
 
@@ -371,7 +362,7 @@ fn on_workspace_type(
         // WorkspaceType, or the worker stopped), so no watch outlives it.
         let h = AbortOnDropHandle::new(tokio::spawn({
             let (target, url) = (target.clone(), url.clone());
-            crate::supervise::supervised(
+            crate::controller::supervise::supervised(
                 "init-vw-watch",
                 target.id.name.clone(),
                 CancellationToken::new(),
@@ -392,7 +383,6 @@ async fn watch_vw(target: Arc<Target>, url: Arc<str>) {
         }
     };
     let api: Api<DynamicObject> = Api::all_with(client, &logical_cluster());
-    let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
     let mut relist: Option<HashSet<String>> = None;
     let key_of = |o: &DynamicObject| -> Option<ClusterKey> {
         let cluster = o.metadata.annotations.as_ref()?.get(CLUSTER_ANNOTATION)?;
@@ -401,10 +391,21 @@ async fn watch_vw(target: Arc<Target>, url: Arc<str>) {
             cluster: cluster.clone(),
         })
     };
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::Init) => relist = Some(HashSet::new()),
-            Ok(watcher::Event::InitApply(o)) => {
+    let describe = format!("initializing workspaces at {url}");
+    crate::controller::watch::drive_reported(
+        watcher(api, watcher::Config::default()),
+        &describe,
+        |e| {
+            (crate::controller::watch::status_code(e) == Some(403)).then(|| {
+                format!(
+                    "grant the agent's user verb initialize on workspacetypes/{} in workspace {}",
+                    target.id.workspace_type.name, target.wst_workspace
+                )
+            })
+        },
+        |ev| match ev {
+            watcher::Event::Init => relist = Some(HashSet::new()),
+            watcher::Event::InitApply(o) => {
                 if let Some(k) = key_of(&o) {
                     if let Some(r) = relist.as_mut() {
                         r.insert(k.cluster.clone());
@@ -412,40 +413,26 @@ async fn watch_vw(target: Arc<Target>, url: Arc<str>) {
                     target.add_cluster(k);
                 }
             }
-            Ok(watcher::Event::InitDone) => {
+            watcher::Event::InitDone => {
                 if let Some(r) = relist.take() {
                     target.replace_known(&url, r);
                 }
             }
-            Ok(watcher::Event::Apply(o)) => {
+            watcher::Event::Apply(o) => {
                 if let Some(k) = key_of(&o) {
                     debug!(init_target = %target.id.name, cluster = %k.cluster, "initializing workspace");
                     target.add_cluster(k);
                 }
             }
-            Ok(watcher::Event::Delete(o)) => {
+            watcher::Event::Delete(o) => {
                 if let Some(k) = key_of(&o) {
                     debug!(init_target = %target.id.name, cluster = %k.cluster, "workspace no longer initializing");
                     target.forget_cluster(&k);
                 }
             }
-            Err(e) => {
-                let denied = matches!(
-                    &e,
-                    watcher::Error::InitialListFailed(kube::Error::Api(s))
-                    | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                        if s.code == 403
-                );
-                if denied {
-                    warn!(init_target = %target.id.name, vw = %url, error = %e,
-                        "access to the initializing virtual workspace denied; grant the agent's user verb initialize on workspacetypes/{} in workspace {}",
-                        target.id.workspace_type.name, target.wst_workspace);
-                } else {
-                    warn!(init_target = %target.id.name, vw = %url, error = %e, "watching initializing workspaces failed; retrying");
-                }
-            }
-        }
-    }
+        },
+    )
+    .await;
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use tracing::debug;
 
-use super::ObjectKey;
+use crate::controller::store::ObjectKey;
 
 /// Upstream's event reasons on kcp objects.
 pub const OBJECT_ACCEPTED: &str = "ObjectAccepted";
@@ -164,7 +164,7 @@ impl Recorder {
         if self.tx.try_send((client, event)).is_err() {
             self.dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            crate::metrics::METRICS.events_dropped.inc();
+            crate::ops::metrics::METRICS.events_dropped.inc();
             return false;
         }
         true
@@ -346,15 +346,10 @@ fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::KeyParts;
     use tokio::sync::Notify;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey::new(KeyParts {
-            cluster: "c".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
-        })
+        crate::testing::object_key("c", Some("ns"), name)
     }
 
     #[test]
@@ -503,12 +498,12 @@ mod tests {
         );
         // The backlog is bounded: beyond it Events are dropped, not queued,
         // and counted where an operator sees them.
-        let exported = crate::metrics::METRICS.events_dropped.get();
+        let exported = crate::ops::metrics::METRICS.events_dropped.get();
         for i in 0..BACKLOG {
             r.record(client.clone(), ev(&format!("m{i}")));
         }
         assert!(r.dropped() > 0);
-        assert!(crate::metrics::METRICS.events_dropped.get() - exported >= r.dropped());
+        assert!(crate::ops::metrics::METRICS.events_dropped.get() - exported >= r.dropped());
     }
 
     #[test]

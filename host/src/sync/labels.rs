@@ -28,3 +28,25 @@ pub fn sha1_hex_json_line(json: &str) -> String {
     h.update(b"\n");
     hex::encode(h.finalize())
 }
+
+/// Map a service-cluster copy back to the kcp object it came from.
+pub fn local_key(obj: &kube::api::DynamicObject) -> Option<crate::controller::store::ObjectKey> {
+    use crate::controller::store::{KeyParts, ObjectKey};
+    let labels = obj.metadata.labels.as_ref()?;
+    let ann = obj.metadata.annotations.as_ref()?;
+    Some(ObjectKey::new(KeyParts {
+        cluster: labels.get(REMOTE_CLUSTER_LABEL)?.clone(),
+        namespace: ann.get(REMOTE_NAMESPACE_ANNOTATION).cloned(),
+        name: ann.get(REMOTE_NAME_ANNOTATION)?.clone(),
+    }))
+}
+
+/// Whether `copy` is this agent's: labelled with its name, or with none
+/// (made before agents had names: adopted).
+pub fn ours(copy: &kube::api::DynamicObject, agent: &str) -> bool {
+    copy.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(AGENT_NAME_LABEL))
+        .is_none_or(|a| a == agent)
+}
