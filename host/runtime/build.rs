@@ -54,12 +54,13 @@ fn main() {
         // then compress all in parallel: level 19 is single-threaded.
         let mut compiled = Vec::new();
         for b in syncweave_builtins::all() {
-            let kind = EngineKind::for_component(b.wasm);
+            let wasm = b.wasm();
+            let kind = EngineKind::for_component(&wasm);
             let engine = syncweave_engine::engine(&params, kind)
                 .unwrap_or_else(|e| fail(&format!("cannot set up the Wasm engine: {e:#}")));
             let started = Instant::now();
             let bytes = engine
-                .precompile_component(b.wasm)
+                .precompile_component(&wasm)
                 .unwrap_or_else(|e| fail(&format!("precompiling the built-in {}: {e:#}", b.name)));
             let ms = started.elapsed().as_millis();
             compiled.push((b, kind, syncweave_engine::compat_hash(&engine), bytes, ms));
