@@ -4,16 +4,48 @@
 //! with a `cdylib` target) to a Wasm component and includes the bytes here,
 //! so a `syncweave` binary needs no plugin directory: projection, naming,
 //! mutation and the template renderer always travel with it.
+//!
+//! The components are embedded zstd-compressed (8 MB become about 2) and
+//! decompressed only when asked for: with the precompiled machine code in
+//! the runtime, most starts never need a component's bytes at all.
+
+use std::io::Read;
 
 /// One embedded component.
 #[derive(Debug, Clone, Copy)]
 pub struct Builtin {
     /// The name a `PublishedResource` or `syncweave plugin` uses (`naming`).
     pub name: &'static str,
-    /// The component bytes.
-    pub wasm: &'static [u8],
-    /// `sha256:<hex>` of `wasm`, computed when it was built.
+    /// The component's length in bytes.
+    pub len: usize,
+    /// The component, as one zstd frame ([`Builtin::wasm`] decompresses it).
+    pub zstd: &'static [u8],
+    /// `sha256:<hex>` of the component, computed when it was built.
     pub digest: &'static str,
+}
+
+impl Builtin {
+    /// The component bytes, decompressed (a few milliseconds per MB; the
+    /// caller keeps them only as long as it needs them).
+    pub fn wasm(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        let mut input = self.zstd;
+        // The frame was written by this crate's build script: a failure here
+        // is a corrupt binary, not a user error.
+        let decoder = ruzstd::decoding::StreamingDecoder::new(&mut input)
+            .unwrap_or_else(|e| panic!("embedded built-in {}: {e}", self.name));
+        decoder
+            .take(self.len as u64 + 1)
+            .read_to_end(&mut out)
+            .unwrap_or_else(|e| panic!("embedded built-in {}: {e}", self.name));
+        assert_eq!(
+            out.len(),
+            self.len,
+            "embedded built-in {} decompressed to the wrong length",
+            self.name
+        );
+        out
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));
@@ -45,9 +77,11 @@ mod tests {
             );
         }
         for b in super::all() {
+            let wasm = b.wasm();
             // A component (not a core module): magic, then version 0x0d layer 1.
-            assert_eq!(&b.wasm[..4], b"\0asm", "{}", b.name);
-            assert_eq!(&b.wasm[4..8], &[0x0d, 0x00, 0x01, 0x00], "{}", b.name);
+            assert_eq!(&wasm[..4], b"\0asm", "{}", b.name);
+            assert_eq!(&wasm[4..8], &[0x0d, 0x00, 0x01, 0x00], "{}", b.name);
+            assert!(b.zstd.len() < wasm.len() / 2, "{} compresses", b.name);
             assert!(b.digest.starts_with("sha256:") && b.digest.len() == 71);
         }
     }

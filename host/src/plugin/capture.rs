@@ -1109,7 +1109,7 @@ mod tests {
         let rt = runtime();
         // Loaded as a plain plugin, not as the built-in: nothing pins its
         // code, so it goes when the last plugin using it does.
-        let bytes = syncweave_runtime::builtins::get("naming").unwrap().wasm;
+        let bytes = &syncweave_runtime::builtins::get("naming").unwrap().wasm()[..];
         let plugin = rt.load("custom", bytes, None).unwrap();
         let store = CaptureStore::new(CaptureLimits::default());
         fail_on(&store, &plugin, &cm("a"));
