@@ -78,7 +78,7 @@ fn main() {
                     let bytes = std::fs::read(path)
                         .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
                     let digest = syncweave_wasm_build::sha256_hex(&bytes);
-                    let packed = compress(&bytes)
+                    let packed = syncweave_wasm_build::embed::compress(&bytes)
                         .unwrap_or_else(|e| fail(&format!("compressing the built-in {name}: {e}")));
                     std::fs::write(&zst, packed)
                         .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", zst.display())));
@@ -152,14 +152,6 @@ fn watch_sources(repo: &Path, plugins: &Path) {
         "cargo::rerun-if-changed={}",
         repo.join("sdk/rust/Cargo.toml").display()
     );
-}
-
-/// zstd level 19 with a 2 MiB window (the decoder holds one window while a
-/// component is decompressed): about 4x on these components.
-fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut c = zstd::bulk::Compressor::new(19)?;
-    c.set_parameter(zstd::stream::raw::CParameter::WindowLog(21))?;
-    c.compress(bytes)
 }
 
 fn fail(msg: &str) -> ! {

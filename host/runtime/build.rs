@@ -6,9 +6,9 @@
 //! engine when it is loaded; if it does not fit (other CPU features, other
 //! settings) the runtime compiles as before.
 //!
-//! The code is embedded zstd-compressed (level 19): machine code shrinks
-//! about 4x (38.6 MB for the four built-ins to 9.2 MB), which is most of
-//! what the binary would otherwise carry. The runtime decompresses a
+//! The code is embedded zstd-compressed (`syncweave_wasm_build::embed`):
+//! machine code shrinks about 4x (38.6 MB for the four built-ins to
+//! 9.2 MB), which is most of what the binary would otherwise carry. The runtime decompresses a
 //! built-in only when it is first loaded, straight into its plugin-cache
 //! file (see `src/precompiled.rs`).
 //!
@@ -20,15 +20,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use syncweave_engine::{EngineKind, EngineParams};
-
-/// zstd level of the embedded code: 19 is the highest before the `--ultra`
-/// levels. Decoding speed barely depends on the level; it costs the build
-/// about 15 CPU seconds per 16 MB.
-const ZSTD_LEVEL: i32 = 19;
-/// A 2 MiB window (level 19 would pick 8 MiB for the larger built-ins): the
-/// decoder's buffer is the window, held while a built-in is decompressed,
-/// and the smaller window costs 2.6% of ratio.
-const ZSTD_WINDOW_LOG: u32 = 21;
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -70,7 +61,7 @@ fn main() {
                 .iter()
                 .map(|(b, _, _, bytes, _)| {
                     s.spawn(move || {
-                        compress(bytes).unwrap_or_else(|e| {
+                        syncweave_wasm_build::embed::compress(bytes).unwrap_or_else(|e| {
                             fail(&format!("compressing the built-in {}: {e}", b.name))
                         })
                     })
@@ -95,12 +86,6 @@ fn main() {
     }
     code.push_str("];\n");
     std::fs::write(out_dir.join("precompiled.rs"), code).unwrap();
-}
-
-fn compress(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
-    c.set_parameter(zstd::stream::raw::CParameter::WindowLog(ZSTD_WINDOW_LOG))?;
-    c.compress(bytes)
 }
 
 fn fail(msg: &str) -> ! {

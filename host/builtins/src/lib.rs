@@ -9,7 +9,7 @@
 //! decompressed only when asked for: with the precompiled machine code in
 //! the runtime, most starts never need a component's bytes at all.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// One embedded component.
 #[derive(Debug, Clone, Copy)]
@@ -29,23 +29,30 @@ impl Builtin {
     /// caller keeps them only as long as it needs them).
     pub fn wasm(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.len);
-        let mut input = self.zstd;
         // The frame was written by this crate's build script: a failure here
         // is a corrupt binary, not a user error.
-        let decoder = ruzstd::decoding::StreamingDecoder::new(&mut input)
+        decompress_into(self.zstd, self.len, &mut out)
             .unwrap_or_else(|e| panic!("embedded built-in {}: {e}", self.name));
-        decoder
-            .take(self.len as u64 + 1)
-            .read_to_end(&mut out)
-            .unwrap_or_else(|e| panic!("embedded built-in {}: {e}", self.name));
-        assert_eq!(
-            out.len(),
-            self.len,
-            "embedded built-in {} decompressed to the wrong length",
-            self.name
-        );
         out
     }
+}
+
+/// Decompress `frame`, one zstd frame that a build script embedded (see
+/// `syncweave_wasm_build::embed`), into `out`, checking that it is exactly
+/// `len` bytes long. Also used for the runtime's precompiled code.
+pub fn decompress_into(frame: &[u8], len: usize, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut input = frame;
+    let decoder = ruzstd::decoding::StreamingDecoder::new(&mut input)
+        .map_err(|e| std::io::Error::other(format!("embedded zstd frame: {e}")))?;
+    // At most one byte past the expected length is read, so a wrong
+    // length shows without decoding further.
+    let copied = std::io::copy(&mut decoder.take(len as u64 + 1), out)?;
+    if copied != len as u64 {
+        return Err(std::io::Error::other(format!(
+            "embedded zstd frame decompressed to {copied} bytes, expected {len}"
+        )));
+    }
+    Ok(())
 }
 
 include!(concat!(env!("OUT_DIR"), "/builtins.rs"));

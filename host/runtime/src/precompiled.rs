@@ -10,7 +10,7 @@
 //! becomes resident. Without a cache directory it is decompressed into
 //! memory.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use syncweave_engine::EngineKind;
@@ -97,19 +97,7 @@ impl Precompiled {
 
     /// Decompress the code into `out`, checking its length.
     fn decompress_into(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        let mut input = self.zstd;
-        let decoder = ruzstd::decoding::StreamingDecoder::new(&mut input)
-            .map_err(|e| std::io::Error::other(format!("embedded code: {e}")))?;
-        // At most one byte past the expected length is read, so a wrong
-        // length shows without decoding further.
-        let copied = std::io::copy(&mut decoder.take(self.len as u64 + 1), out)?;
-        if copied != self.len as u64 {
-            return Err(std::io::Error::other(format!(
-                "embedded code decompressed to {copied} bytes, expected {}",
-                self.len
-            )));
-        }
-        Ok(())
+        syncweave_builtins::decompress_into(self.zstd, self.len, out)
     }
 }
 

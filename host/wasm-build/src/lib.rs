@@ -26,6 +26,8 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod js;
 pub mod python;
 
