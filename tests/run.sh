@@ -55,10 +55,11 @@ phase "Helm chart (lint, template with upstream-style values)"
 HELM="${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/helm" tests/chart/check.sh
 
 phase "host, runtime and end-to-end tests"
-# Four tests at a time on two cores: an end-to-end test spends most of its
-# time waiting for servers and agents (at two at a time the suite kept the
-# CPUs a third busy and took 21 minutes). RUST_TEST_THREADS overrides.
-RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" cargo test --workspace --no-fail-fast
+# Two tests at a time. Four halved the e2e time (1263 s -> 691 s) but
+# showed unit tests that share one process-wide runtime and assert on its
+# call pool (plugin::chain::tests::mutations_and_names_run_on_the_call_pool);
+# back to two until those are isolated. RUST_TEST_THREADS overrides.
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}" cargo test --workspace --no-fail-fast
 
 phase "guest plugin logic (native unit tests)"
 (cd plugins && cargo test --workspace --no-fail-fast)
