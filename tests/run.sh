@@ -55,10 +55,11 @@ phase "Helm chart (lint, template with upstream-style values)"
 HELM="${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/helm" tests/chart/check.sh
 
 phase "host, runtime and end-to-end tests"
-# Two tests at a time. Four halved the e2e time (1263 s -> 691 s) but
-# showed unit tests that share one process-wide runtime and assert on its
-# call pool (plugin::chain::tests::mutations_and_names_run_on_the_call_pool);
-# back to two until those are isolated. RUST_TEST_THREADS overrides.
+# Two tests at a time. Four halved the e2e time (1263 s -> 691 s) and
+# showed unit tests asserting on the state of the runtime all tests share
+# (now on runtimes of their own, `testing::own_runtime`); two stays the
+# default until full runs at four have passed repeatedly.
+# RUST_TEST_THREADS overrides.
 RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}" cargo test --workspace --no-fail-fast
 
 phase "guest plugin logic (native unit tests)"

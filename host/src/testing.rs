@@ -29,16 +29,20 @@ pub fn tempdir(tag: &str) -> PathBuf {
 /// One runtime for all tests: each reserves a pool of instance slots.
 pub fn runtime() -> Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        Runtime::new(RuntimeConfig {
-            cache_dir: Some(tempdir("wasmplugin-rt")),
-            max_instances: 8,
-            max_memory_bytes: 256 << 20,
-            ..Default::default()
-        })
-        .expect("runtime")
+    RT.get_or_init(own_runtime).clone()
+}
+
+/// A runtime of its own, for a test that asserts on runtime-wide state
+/// (its call pool, what is resident): under the shared [`runtime`] the
+/// tests running beside it change that state.
+pub fn own_runtime() -> Runtime {
+    Runtime::new(RuntimeConfig {
+        cache_dir: Some(tempdir("wasmplugin-rt")),
+        max_instances: 8,
+        max_memory_bytes: 256 << 20,
+        ..Default::default()
     })
-    .clone()
+    .expect("runtime")
 }
 
 pub fn fetch_context(rt: &Runtime) -> FetchContext {
