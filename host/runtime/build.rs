@@ -8,9 +8,9 @@
 //!
 //! The code is embedded zstd-compressed (`syncweave_wasm_build::embed`):
 //! machine code shrinks about 4x (38.6 MB for the four built-ins to
-//! 9.2 MB), which is most of what the binary would otherwise carry. The runtime decompresses a
-//! built-in only when it is first loaded, straight into its plugin-cache
-//! file (see `src/precompiled.rs`).
+//! 9.2 MB), which is most of what the binary would otherwise carry. The
+//! runtime decompresses a built-in only when it is first loaded, straight
+//! into its plugin-cache file (see `src/precompiled.rs`).
 //!
 //! Skipped, with nothing embedded, when cross-compiling (this machine's
 //! engine would be the wrong one) or with `SYNCWEAVE_PRECOMPILE=0`.
