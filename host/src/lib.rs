@@ -13,8 +13,9 @@
 //! through others (the unit test `no_module_import_cycles` keeps it so, for
 //! the folders and for the modules inside each).
 
-// Foundations: the process and its observability; the API types; talking
-// to API servers; the controller machinery (watch, queue, runner).
+// Foundations: the process and its observability; the API types; the
+// controller machinery (watch, caches, queue, runner, builder); talking to
+// API servers.
 pub mod apis;
 pub mod controller;
 pub mod kube;
@@ -64,7 +65,8 @@ mod layering {
         let first = parts.first()?;
         if let Some(second) = parts.get(1) {
             let dir = src().join(first);
-            if dir.join(format!("{second}.rs")).is_file() || dir.join(second).join("mod.rs").is_file()
+            if dir.join(format!("{second}.rs")).is_file()
+                || dir.join(second).join("mod.rs").is_file()
             {
                 return Some(format!("{first}::{second}"));
             }
@@ -230,8 +232,8 @@ mod layering {
     const LAYERS: &[&[&str]] = &[
         &["ops"],
         &["apis"],
-        &["kube"],
         &["controller"],
+        &["kube"],
         &["kcp"],
         &["sync"],
         &["plugin", "publish", "init", "register"],
@@ -271,7 +273,10 @@ mod layering {
 
     #[test]
     fn the_path_parser_reads_grouped_and_relative_imports() {
-        assert_eq!(paths("a::b::{c, d::e}"), [vec!["a", "b", "c"], vec!["a", "b", "d", "e"]]);
+        assert_eq!(
+            paths("a::b::{c, d::e}"),
+            [vec!["a", "b", "c"], vec!["a", "b", "d", "e"]]
+        );
         assert_eq!(paths("x::Y;"), [vec!["x", "Y"]]);
     }
 }

@@ -89,13 +89,10 @@ pub fn json_value() -> impl Strategy<Value = Value> {
 }
 
 /// A JSON object whose values come from `values`.
-pub fn json_object(
-    values: impl Strategy<Value = Value>,
-) -> impl Strategy<Value = Value> {
+pub fn json_object(values: impl Strategy<Value = Value>) -> impl Strategy<Value = Value> {
     prop::collection::btree_map("[a-d]{1,2}", values, 0..5)
         .prop_map(|m| Value::Object(m.into_iter().collect()))
 }
-
 
 /// The key of kcp object `namespace/name` in logical cluster `cluster`.
 pub fn object_key(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {

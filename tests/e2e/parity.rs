@@ -11,9 +11,9 @@ use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use syncweave::controller::store::{KeyParts, ObjectKey};
 use syncweave::sync::labels::*;
 use syncweave::sync::state::StateStore;
-use syncweave::sync::{KeyParts, ObjectKey};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 

@@ -571,7 +571,9 @@ impl<'a> Subject<'a> {
         Subject {
             cluster,
             namespace: field("namespace").and_then(serde_json::Value::as_str),
-            name: field("name").and_then(serde_json::Value::as_str).unwrap_or_default(),
+            name: field("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
             labels: match field("labels") {
                 Some(serde_json::Value::Object(m)) => Labels::Json(m),
                 _ => Labels::None,

@@ -216,7 +216,11 @@ mod tests {
             });
         let run = tokio::spawn(ctl.run());
         tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(starts.load(Ordering::SeqCst), 2, "the panicked feed was restarted");
+        assert_eq!(
+            starts.load(Ordering::SeqCst),
+            2,
+            "the panicked feed was restarted"
+        );
         assert!(
             counter.seen.lock().unwrap().is_empty(),
             "no reconcile before start_when"

@@ -269,7 +269,7 @@ impl Packed {
     }
 }
 
-pub(super) fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
+pub(crate) fn resource_version<V: kube::Resource>(v: &V) -> Option<u64> {
     v.meta().resource_version.as_deref()?.parse().ok()
 }
 

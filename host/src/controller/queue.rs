@@ -270,7 +270,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Queued keys at each priority: (high, low).
     pub fn len_by_priority(&self) -> (usize, usize) {
         let g = self.lock();
-        let high = g.queued.values().filter(|(p, _)| *p == Priority::High).count();
+        let high = g
+            .queued
+            .values()
+            .filter(|(p, _)| *p == Priority::High)
+            .count();
         (high, g.queued.len() - high)
     }
 
@@ -558,7 +562,11 @@ mod tests {
                 q.add(i);
             }
             let g = q.lock();
-            assert!(g.low.len() <= 1000, "round {round}: {} low entries", g.low.len());
+            assert!(
+                g.low.len() <= 1000,
+                "round {round}: {} low entries",
+                g.low.len()
+            );
             drop(g);
             let out = drain(&q);
             assert_eq!(out.len(), 1000);

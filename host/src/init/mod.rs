@@ -32,15 +32,15 @@ use kube::runtime::watcher;
 use kube::{Client, Config};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::apis::InitTarget;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
-use crate::kube::kubeconfig::base_of;
 use crate::controller::Controller;
-use crate::controller::runner::Outcome;
 use crate::controller::feed::Feed;
 use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome;
+use crate::kube::kubeconfig::base_of;
 use render::{RendererError, Renderers};
 use syncweave_runtime::PluginFailure;
 
@@ -504,9 +504,12 @@ impl Manager {
         };
         tokio::spawn({
             let (shared, cancel, kick) = (self.shared.clone(), worker_cancel.clone(), kick.clone());
-            crate::controller::supervise::supervised("init-target", name.clone(), cancel.clone(), move || {
-                target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone())
-            })
+            crate::controller::supervise::supervised(
+                "init-target",
+                name.clone(),
+                cancel.clone(),
+                move || target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone()),
+            )
         });
         running.insert(
             uid,

@@ -6,23 +6,22 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{debug, info, warn};
 
-use super::reconcile::Outcome;
 use super::{InitError, Shared, workspacetype_resource};
 use crate::apis::WorkspaceTypeReference;
 use crate::apis::kcp::{CLUSTER_ANNOTATION, logical_cluster};
-use crate::ops::metrics::METRICS;
 use crate::controller::Controller;
 use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome;
+use crate::ops::metrics::METRICS;
 
 /// Upstream runs 4 workers per target.
 const WORKERS: usize = 4;

@@ -25,8 +25,8 @@ use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, Was
 use crate::plugin::resolve::{PluginResolver, Resolved};
 use crate::plugin::wasmplugin::{CanaryRule, DigestStats, Subject};
 use crate::sync::naming::LocalName;
-use crate::sync::ports::{Related, Templates};
 use crate::sync::ports::{Mutator, Namer, Origin};
+use crate::sync::ports::{Related, Templates};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PluginSetupError {

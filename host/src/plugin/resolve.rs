@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use syncweave_runtime::{FailureKind, Plugin, PluginErrorKind, PluginFailure, Runtime, World};
 
-use crate::plugin::wasmplugin::registry::{DigestStats, ReadyPlugin, WasmPluginRegistry};
-use crate::plugin::wasmplugin::rollout::CanaryRule;
 use crate::apis::{FailurePolicy, WasmUse};
 use crate::plugin::fetch::{FetchContext, FetchErrorKind, PluginRef};
+use crate::plugin::wasmplugin::registry::{DigestStats, ReadyPlugin, WasmPluginRegistry};
+use crate::plugin::wasmplugin::rollout::CanaryRule;
 
 /// A use, resolved.
 #[derive(Clone, Debug)]
@@ -401,8 +401,8 @@ fn config_error(field: &str, origin: &Origin, f: &PluginFailure) -> ResolveError
 mod tests {
     use serde_json::json;
 
-    use crate::testing::{fetch_context, runtime, test_plugin};
     use super::*;
+    use crate::testing::{fetch_context, runtime, test_plugin};
 
     fn inline(path: &std::path::Path, config: Option<serde_json::Value>) -> WasmUse {
         WasmUse {

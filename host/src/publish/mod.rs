@@ -27,6 +27,7 @@
 
 pub mod apiexport;
 mod condition;
+pub mod error;
 pub mod openapi;
 mod resource;
 pub mod schema;
@@ -48,15 +49,15 @@ use tracing::{debug, info, warn};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
-use crate::kube::health::Health;
-use crate::kcp::KcpContext;
-use crate::plugin::chain::PluginHost;
 use crate::controller::Controller;
-use crate::controller::runner::Outcome;
 use crate::controller::feed::Feed;
 use crate::controller::queue::WorkQueue;
-use crate::sync::state::StateStore;
+use crate::controller::runner::Outcome;
+use crate::kcp::KcpContext;
+use crate::kube::health::Health;
+use crate::plugin::chain::PluginHost;
 use crate::sync::context::SyncContext;
+use crate::sync::state::StateStore;
 
 /// The shortest time between two reconciles of a resource woken by its
 /// failing objects: conditions follow within a second, without a status
@@ -319,8 +320,7 @@ impl Publisher {
             // meanwhile).
             .feed("crd-watch", {
                 let this = self.clone();
-                let api: Api<DynamicObject> =
-                    Api::all_with(self.service.clone(), &kcpapi::crd());
+                let api: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
                 move |_| feed_crd_index(api.clone(), this.clone())
             })
             // The recorder owns its queue's receiver: it runs once, for the

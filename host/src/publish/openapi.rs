@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use kube::Client;
 use serde_json::{Map, Value, json};
 
-use super::schema::SchemaError;
+use super::error::SchemaError;
 
 /// Keywords of a CRD's JSONSchemaProps kept from OpenAPI (others, like
 /// `readOnly` or `x-kubernetes-patch-strategy`, a CRD refuses or ignores).

@@ -14,48 +14,12 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+pub use super::error::SchemaError;
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
+use crate::sync::context::Side;
 use crate::sync::gojson;
 use crate::sync::labels::{AGENT_NAME_LABEL, SOURCE_GENERATION_ANNOTATION, sha1_hex_json_line};
-use crate::sync::context::Side;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error(
-        "PublishedResource {pr}: spec.resource: the service cluster serves no kind {kind:?} in group {group:?} (neither a CustomResourceDefinition nor a built-in resource); install the CRD or fix apiGroup/kind"
-    )]
-    CrdNotFound {
-        pr: String,
-        group: String,
-        kind: String,
-    },
-    #[error("PublishedResource {pr}: {message}")]
-    Invalid { pr: String, message: String },
-    #[error("{action}: {source}{}", crate::kcp::forbidden_hint(source))]
-    Kube {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// A request to the service cluster failed.
-    #[error("{action}: {source}{}", service_forbidden_hint(source))]
-    Service {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-fn service_forbidden_hint(err: &kube::Error) -> &'static str {
-    match err {
-        kube::Error::Api(s) if s.code == 403 => {
-            "; the service cluster refused the agent's identity (--kubeconfig or its \
-             ServiceAccount): grant what docs/rbac.md lists for the sync role"
-        }
-        _ => "",
-    }
-}
 
 /// A PublishedResource resolved against the service cluster.
 #[derive(Debug, Clone)]

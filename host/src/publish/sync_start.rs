@@ -11,8 +11,8 @@ use tracing::info;
 use super::{Publisher, schema};
 use crate::apis::PublishedResource;
 use crate::apis::selector::Selector;
-use crate::sync::events::Failures;
 use crate::sync::context::SyncContext;
+use crate::sync::events::Failures;
 use crate::sync::ports::PluginSet;
 
 impl Publisher {

@@ -31,7 +31,11 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         ),
         Err(e) => return Err(e.into()),
     };
-    tokio::spawn(crate::kube::liveness::run(kcp_cfg.clone(), "kcp", cancel.clone()));
+    tokio::spawn(crate::kube::liveness::run(
+        kcp_cfg.clone(),
+        "kcp",
+        cancel.clone(),
+    ));
     let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
     let lease_client = crate::init::lease_client(&kcp_cfg, &opts.config_workspace)?;
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
@@ -89,4 +93,3 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     }
     finish(lease, servers).await
 }
-

@@ -31,9 +31,11 @@ pub(crate) async fn finish<S>(lease: crate::kube::leader::Lease, servers: S) -> 
 }
 
 pub(crate) async fn ensure_namespace(client: &Client, ns: &str) -> anyhow::Result<()> {
-    crate::kube::namespace::ensure(client, ns).await.map_err(|e| {
-        anyhow::Error::new(e.source).context(format!("--namespace {ns}: {}", e.action))
-    })
+    crate::kube::namespace::ensure(client, ns)
+        .await
+        .map_err(|e| {
+            anyhow::Error::new(e.source).context(format!("--namespace {ns}: {}", e.action))
+        })
 }
 
 /// Resolve on SIGTERM (what Kubernetes sends) or Ctrl-C, or when cancelled

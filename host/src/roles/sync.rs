@@ -38,7 +38,11 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         "service",
         cancel.clone(),
     ));
-    tokio::spawn(crate::kube::liveness::run(kcp_cfg.clone(), "kcp", cancel.clone()));
+    tokio::spawn(crate::kube::liveness::run(
+        kcp_cfg.clone(),
+        "kcp",
+        cancel.clone(),
+    ));
     // Leader election uses its own client, outside the write fence it opens.
     let lease_client = crate::kube::client::build_unfenced(service_cfg.clone(), "lease")
         .context("--kubeconfig: building service-cluster client")?;
@@ -217,4 +221,3 @@ fn lease_name(agent_name: &str, kcp: &crate::kcp::KcpContext) -> String {
         None => format!("syncagent.{agent_name}"),
     }
 }
-

@@ -180,4 +180,3 @@ async fn wait_for_initial_lists(ctx: Arc<SyncContext>) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
-

@@ -205,7 +205,6 @@ pub fn leaf_paths(patch: &Value, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::store::KeyParts;
     use serde_json::json;
 
     fn key(name: &str) -> ObjectKey {

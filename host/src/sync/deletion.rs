@@ -23,7 +23,8 @@ pub(super) async fn run(
     remote: &DynamicObject,
     has_finalizer: bool,
 ) -> Result<Outcome, SyncError> {
-    sync.handle_deletion(key, kcp_api, remote, has_finalizer).await
+    sync.handle_deletion(key, kcp_api, remote, has_finalizer)
+        .await
 }
 
 impl SyncContext {

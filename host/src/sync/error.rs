@@ -64,7 +64,11 @@ pub enum SyncError {
 }
 
 /// `obj` as JSON (`what` names it in the error).
-pub(super) fn to_json(key: &ObjectKey, what: &'static str, obj: &DynamicObject) -> Result<Value, SyncError> {
+pub(super) fn to_json(
+    key: &ObjectKey,
+    what: &'static str,
+    obj: &DynamicObject,
+) -> Result<Value, SyncError> {
     serde_json::to_value(obj).map_err(|e| SyncError::BadObject {
         what,
         key: key.clone(),
@@ -73,7 +77,11 @@ pub(super) fn to_json(key: &ObjectKey, what: &'static str, obj: &DynamicObject) 
 }
 
 /// `v` as an object to send to an API server.
-pub(super) fn from_json(key: &ObjectKey, what: &'static str, v: Value) -> Result<DynamicObject, SyncError> {
+pub(super) fn from_json(
+    key: &ObjectKey,
+    what: &'static str,
+    v: Value,
+) -> Result<DynamicObject, SyncError> {
     serde_json::from_value(v).map_err(|e| SyncError::BadObject {
         what,
         key: key.clone(),
@@ -101,7 +109,6 @@ pub(super) fn kerr(
 
 pub(super) const REQUEUE_SOON: std::time::Duration = std::time::Duration::from_secs(1);
 
-
 #[derive(Debug, thiserror::Error)]
 pub enum RelatedError {
     #[error("{field}: {message}")]
@@ -115,26 +122,6 @@ pub enum RelatedError {
         source: kube::Error,
     },
 }
-
-/// What to check when the API server refuses access to related objects.
-fn access_hint(e: &kube::Error) -> &'static str {
-    match e {
-        kube::Error::Api(s) if s.code == 403 => {
-            " (in kcp, consumers must accept the APIExport's permission claims on namespaces and \
-             the related types; on the service cluster, the agent needs access to the related types, \
-             e.g. the chart's rbac.publishedResources)"
-        }
-        _ => "",
-    }
-}
-
-fn config_err(field: &str, message: impl Into<String>) -> RelatedError {
-    RelatedError::Config {
-        field: field.to_string(),
-        message: message.into(),
-    }
-}
-
 
 /// What to check when the API server refuses access to related objects.
 fn access_hint(e: &kube::Error) -> &'static str {

@@ -346,7 +346,6 @@ fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::store::KeyParts;
     use tokio::sync::Notify;
 
     fn key(name: &str) -> ObjectKey {

@@ -26,10 +26,7 @@ impl SyncContext {
         Ok(self.kcp.vw_client(&url, cluster)?)
     }
 
-    pub(super) fn kcp_api(
-        &self,
-        key: &ObjectKey,
-    ) -> Result<Api<DynamicObject>, SyncError> {
+    pub(super) fn kcp_api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, SyncError> {
         let client = self.kcp_client(&key.cluster)?;
         Ok(match &key.namespace {
             Some(ns) => Api::namespaced_with(client, ns, &self.remote.ar),

@@ -76,8 +76,8 @@ pub fn diff(old: &Value, new: &Value) -> Option<Value> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::testing::{json_object, json_value};
     use super::*;
+    use crate::testing::{json_object, json_value};
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -83,9 +83,9 @@ pub struct PluginSet {
     pub namer: Arc<dyn Namer>,
     pub mutator: Option<Arc<dyn Mutator>>,
     /// `spec.related`, in order, with their mutations.
-    pub related: Vec<super::related::Related>,
+    pub related: Vec<Related>,
     /// Evaluates related-object templates (in the sandbox).
-    pub templates: Option<Arc<dyn super::related::Templates>>,
+    pub templates: Option<Arc<dyn Templates>>,
 }
 
 /// Evaluates a Go template with a context (the built-in renderer, in the
@@ -116,4 +116,3 @@ impl Related {
         self.spec.origin == RelatedResourceOrigin::Service
     }
 }
-

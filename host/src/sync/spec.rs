@@ -110,7 +110,11 @@ impl Pass<'_> {
             ));
         };
         meta.insert("name".into(), json!(name.name));
-        match name.namespace.clone().filter(|_| self.sync.local.namespaced) {
+        match name
+            .namespace
+            .clone()
+            .filter(|_| self.sync.local.namespaced)
+        {
             Some(ns) => meta.insert("namespace".into(), json!(ns)),
             None => meta.remove("namespace"),
         };

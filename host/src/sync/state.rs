@@ -12,10 +12,10 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
-use crate::controller::store::ObjectKey;
-use crate::controller::store::Store;
 use super::gojson;
 use super::labels::*;
+use crate::controller::store::ObjectKey;
+use crate::controller::store::Store;
 
 /// Names, keys, labels and values match upstream's byte for byte
 /// (internal/sync/state_store.go and meta.go in api-syncagent v0.7.0), so
@@ -232,7 +232,6 @@ impl StateStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::store::KeyParts;
 
     // Vectors computed with upstream api-syncagent v0.7.0's own code: a
     // throwaway test in its internal/sync package called

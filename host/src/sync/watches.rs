@@ -34,7 +34,10 @@ use crate::controller::queue::WorkQueue;
 use crate::controller::store::{Change, KcpCache, KeyParts, ObjectKey};
 
 /// Check every object again whenever the plugins change.
-pub(super) async fn recheck_on_plugin_change(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
+pub(super) async fn recheck_on_plugin_change(
+    ctx: Arc<SyncContext>,
+    queue: Arc<WorkQueue<ObjectKey>>,
+) {
     loop {
         ctx.resync_all.notified().await;
         let keys = ctx.cache.keys();
@@ -75,7 +78,6 @@ pub(super) async fn watch_copies(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<Obj
     })
     .await;
 }
-
 
 /// Keep one kcp watch per virtual-workspace URL of the endpoint slice (one
 /// per shard), following the slice as shards join and leave.
@@ -274,7 +276,8 @@ pub async fn watch_related(
             }
         },
     };
-    let mut backoff = crate::controller::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
+    let mut backoff =
+        crate::controller::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     let ar = loop {
         match api_resource(&client, &what, gvr.clone(), gvr.2.clone()).await {
             Ok(ar) => break ar,
@@ -296,9 +299,14 @@ pub async fn watch_related(
         None => {
             let store = ctx.related_caches.service_or_new(&gvr);
             // The initial list re-checks nothing: the periodic check does.
-            watch_changes("service", super::forbidden_fix("service"), api, cfg, queue, |ev| {
-                store.feed(ev, |o, listed| if listed { vec![] } else { changed(o) })
-            })
+            watch_changes(
+                "service",
+                super::forbidden_fix("service"),
+                api,
+                cfg,
+                queue,
+                |ev| store.feed(ev, |o, listed| if listed { vec![] } else { changed(o) }),
+            )
             .await;
         }
         Some(url) => {
@@ -315,31 +323,38 @@ pub async fn watch_related(
                     ctx.cache.route_seen(cluster, &url);
                 }
             };
-            watch_changes("kcp", super::forbidden_fix("kcp"), api, cfg, queue, |ev| match ev {
-                Change::ListStart => {
-                    cache.list_started(&url);
-                    vec![]
-                }
-                Change::Listed(o) => {
-                    seen(&o);
-                    cache.listed(&url, o);
-                    vec![]
-                }
-                Change::ListDone => {
-                    cache.list_done(&url);
-                    vec![]
-                }
-                Change::Apply(o) => {
-                    seen(&o);
-                    let keys = changed(&o);
-                    cache.apply(&url, o);
-                    keys
-                }
-                Change::Delete(o) => {
-                    cache.delete(&url, &o);
-                    changed(&o)
-                }
-            })
+            watch_changes(
+                "kcp",
+                super::forbidden_fix("kcp"),
+                api,
+                cfg,
+                queue,
+                |ev| match ev {
+                    Change::ListStart => {
+                        cache.list_started(&url);
+                        vec![]
+                    }
+                    Change::Listed(o) => {
+                        seen(&o);
+                        cache.listed(&url, o);
+                        vec![]
+                    }
+                    Change::ListDone => {
+                        cache.list_done(&url);
+                        vec![]
+                    }
+                    Change::Apply(o) => {
+                        seen(&o);
+                        let keys = changed(&o);
+                        cache.apply(&url, o);
+                        keys
+                    }
+                    Change::Delete(o) => {
+                        cache.delete(&url, &o);
+                        changed(&o)
+                    }
+                },
+            )
             .await;
         }
     }
@@ -421,4 +436,3 @@ fn primaries_of(
     }
     out
 }
-

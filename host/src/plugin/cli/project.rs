@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 /// The plugin contract this binary speaks, embedded so that Python and
 /// JavaScript builds need no checkout.
-pub(crate) const WIT: &str = include_str!("../../../wit/plugin.wit");
+pub(crate) const WIT: &str = include_str!("../../../../wit/plugin.wit");
 
 /// The WIT worlds a plugin can target.
 pub(crate) const WORLDS: [&str; 4] = ["mutator", "namer", "projector", "renderer"];

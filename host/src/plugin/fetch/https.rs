@@ -144,8 +144,9 @@ mod tests {
     use std::time::Duration;
 
     use super::super::testserver::{Response, TestServer};
-    use super::super::{FetchContext, FetchOptions, sha256_digest, tests::tempdir};
+    use super::super::{FetchContext, FetchOptions, sha256_digest};
     use super::*;
+    use crate::testing::tempdir;
 
     fn ctx(server: &TestServer, dir: &std::path::Path, max_bytes: u64) -> FetchContext {
         FetchContext::new(FetchOptions {

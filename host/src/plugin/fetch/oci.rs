@@ -726,8 +726,9 @@ mod tests {
     use serde_json::json;
 
     use super::super::testserver::{Response, TestServer};
-    use super::super::{FetchContext, FetchOptions, sha256_digest, tests::tempdir};
+    use super::super::{FetchContext, FetchOptions, sha256_digest};
     use super::*;
+    use crate::testing::tempdir;
 
     /// A registry holding one repository, `plugins/x`, with the given
     /// manifests and blobs (by digest).

@@ -19,7 +19,6 @@ use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use syncweave_runtime::{FailureKind, Limits, Plugin, PluginErrorKind, PluginFailure, Runtime};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -32,11 +31,11 @@ use crate::apis::wasmplugin::{
     WasmPluginCanaryStatus, WasmPluginStable,
 };
 use crate::apis::{WasmPlugin, WasmPluginInfo, WasmPluginStatus};
-use crate::plugin::fetch::{FetchContext, Fetched, PluginRef};
-use crate::controller::runner::Outcome as RunOutcome;
-use crate::controller::feed::Feed;
 use crate::controller::Controller;
+use crate::controller::feed::Feed;
 use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome as RunOutcome;
+use crate::plugin::fetch::{FetchContext, Fetched, PluginRef};
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder};
 
 /// How often every WasmPlugin is checked again even without changes: file
@@ -1173,10 +1172,10 @@ mod tests {
     use serde_json::json;
     use syncweave_runtime::World;
 
-    use crate::testing::{fetch_context, runtime, test_plugin};
-    use crate::plugin::resolve::{PluginResolver, ResolveErrorKind};
     use super::*;
     use crate::apis::{FailurePolicy, WasmPluginLimits, WasmPluginSpec, WasmUse};
+    use crate::plugin::resolve::{PluginResolver, ResolveErrorKind};
+    use crate::testing::{fetch_context, runtime, test_plugin};
 
     fn wp(name: &str, spec: WasmPluginSpec) -> WasmPlugin {
         let mut w = WasmPlugin::new(name, spec);

@@ -5,10 +5,6 @@
 //! fixed when the rule is built, and a selector looks the object's labels
 //! up in place.
 
-use std::collections::BTreeMap;
-
-use serde_json::Value;
-
 use crate::apis::WasmPluginCanary;
 use crate::apis::selector::Expression;
 
@@ -122,6 +118,7 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn subject<'a>(cluster: &'a str, ns: Option<&'a str>, name: &'a str) -> Subject<'a> {
         Subject {

@@ -271,6 +271,7 @@ mod tests {
     use super::*;
     use crate::apis::{RelatedResourceSelectorRewrite, TemplateExpression};
     use crate::sync::ports::Templates;
+    use futures::future::BoxFuture;
 
     /// Replaces `{{ .X.y.z }}` with the value at that path; enough to test
     /// which context each template gets.

@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::caches::SideApi;
 use super::context::Pass;
-use super::error::{RelatedError, SyncError, config_err, kerr};
+use super::error::{RelatedError, SyncError, config_err};
 use super::labels::FINALIZER;
 use super::patch;
 use super::ports::{Related, Templates};
@@ -176,7 +176,11 @@ impl RelatedPass<'_> {
                     let patch = json!({"metadata": {"annotations": {&annotation: value}}});
                     let recorded = self
                         .kcp_api
-                        .patch(&self.key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .patch(
+                            &self.key.name,
+                            &PatchParams::default(),
+                            &Patch::Merge(&patch),
+                        )
                         .await
                         .map_err(|source| RelatedError::Kube {
                             field: field.clone(),
