@@ -11,6 +11,7 @@ mod converge;
 mod cost;
 mod faults;
 mod init;
+mod init_lifecycle;
 mod journey;
 mod legacy;
 mod multikcp;

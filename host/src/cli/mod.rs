@@ -231,7 +231,9 @@ fn parse_workers(s: &str) -> Result<usize, String> {
 
 #[derive(Debug, Args, Clone)]
 pub struct InitArgs {
-    /// Workspace (path or logical-cluster name) holding InitTargets and InitTemplates (required).
+    /// kcp workspace (path or logical-cluster name), or URL path starting
+    /// with / (appended to the kubeconfig's server), where the InitTargets
+    /// live (required).
     #[arg(long, value_name = "WORKSPACE")]
     pub config_workspace: Option<String>,
 
@@ -239,9 +241,9 @@ pub struct InitArgs {
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub init_target_selector: String,
 
-    /// Namespace in the config workspace for the leader-election Lease
-    /// (upstream's Helm chart passes it).
-    #[arg(long, value_name = "NAMESPACE", default_value = "default")]
+    /// Namespace in the config workspace that holds the leader-election
+    /// Lease `init-agent.kcp.io`; required with --enable-leader-election.
+    #[arg(long, value_name = "NAMESPACE", default_value = "")]
     pub leader_election_namespace: String,
 
     #[command(flatten)]
@@ -421,7 +423,7 @@ impl InitArgs {
             || {
                 flag_err(
                     "--config-workspace",
-                    "is required (workspace path or logical-cluster name holding the InitTargets)",
+                    "is required (workspace path, logical-cluster name, or URL path starting with / where the InitTargets live)",
                 )
             },
         )?;
@@ -435,10 +437,13 @@ impl InitArgs {
             ));
         }
         self.common.leader_timings()?;
-        if self.leader_election_namespace.is_empty() {
+        if self.common.enable_leader_election && self.leader_election_namespace.is_empty() {
             return Err(flag_err(
                 "--leader-election-namespace",
-                "must not be empty (a namespace in the config workspace; default \"default\")",
+                format!(
+                    "is required when --enable-leader-election is true: name the namespace in the config workspace that holds the Lease {} (for example default)",
+                    crate::init::LEASE_NAME
+                ),
             ));
         }
         Ok(InitOptions {
@@ -642,5 +647,43 @@ mod tests {
             panic!()
         };
         assert_eq!(a.validate().unwrap_err().flag, "--init-target-selector");
+    }
+
+    /// As upstream: the namespace is required with leader election, and
+    /// only then.
+    #[test]
+    fn init_leader_election_needs_a_namespace() {
+        let init = |extra: &[&str]| {
+            let Command::Init(a) =
+                parse(&[&["init", "--config-workspace", "root:cfg"][..], extra].concat())
+                    .unwrap()
+                    .command
+            else {
+                panic!()
+            };
+            a.validate()
+        };
+        let e = init(&["--enable-leader-election"]).unwrap_err();
+        assert_eq!(e.flag, "--leader-election-namespace");
+        assert!(e.to_string().contains("init-agent.kcp.io"), "{e}");
+        let o = init(&[
+            "--enable-leader-election",
+            "--leader-election-namespace",
+            "kcp-init-agent",
+        ])
+        .unwrap();
+        assert_eq!(o.leader_election_namespace, "kcp-init-agent");
+        assert!(init(&[]).is_ok());
+        // A URL path is a config workspace too.
+        let Command::Init(a) = parse(&["init", "--config-workspace", "/services/x/clusters/*"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(
+            a.validate().unwrap().config_workspace,
+            "/services/x/clusters/*"
+        );
     }
 }
