@@ -108,37 +108,164 @@ pub enum Created {
     AlreadyExisted,
 }
 
-/// Discovery for one workspace, filled lazily per group-version and kept
-/// for one reconcile only: the set of served kinds changes while a
+/// How kinds are resolved to resources in one workspace, filled lazily and
+/// kept for one reconcile only: the set of served kinds changes while a
 /// workspace is initialized (its CRDs are created by us).
 pub struct Discovery {
     client: Client,
+    mode: Mode,
     by_version: HashMap<String, Vec<APIResource>>,
+    by_kind: HashMap<(String, String), Option<(String, bool)>>,
+    crds: Option<Vec<Value>>,
+    bound: Option<Vec<(String, String)>>,
 }
 
-// FIXME(issue 33, terminators): through the terminatingworkspaces virtual
-// workspace, discovery does NOT describe the workspace's content. kcp
-// v0.32.3 pkg/virtual/terminatingworkspaces/builder/build.go routes
-// `/apis`, `/apis/<g>` and `/apis/<g>/<v>` to its LogicalCluster-only
-// server (isDiscoveryRequest), and proxies only resource requests to the
-// content. So `resolve` answers "not served" for rbac/v1 ClusterRole,
-// delete_selected returns "nothing to delete", and the terminator is
-// removed at once (both terminator e2e tests fail that way). Fix: for
-// termination steps resolve kinds without discovery (built-in kinds from a
-// table; CRD kinds by listing customresourcedefinitions and APIBinding kinds
-// from apibindings' status.boundResources, both resource requests that the
-// content proxy forwards), and treat a 404 on the list as not served.
+/// Where kinds come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// The workspace's discovery documents (initializingworkspaces).
+    Discovery,
+    /// Resource requests only. The terminatingworkspaces virtual workspace
+    /// (kcp v0.32) answers `/api*` discovery paths from a server that knows
+    /// nothing but LogicalClusters and proxies only resource requests into
+    /// the workspace, so discovery would call every kind "not served".
+    ResourceRequests,
+}
+
+/// Kinds a kcp workspace serves without CRDs or APIBindings: `(apiVersion,
+/// kind, resource, namespaced)`. Resolving these needs no request.
+const BUILT_IN: &[(&str, &str, &str, bool)] = &[
+    ("v1", "ConfigMap", "configmaps", true),
+    ("v1", "Secret", "secrets", true),
+    ("v1", "ServiceAccount", "serviceaccounts", true),
+    ("v1", "Namespace", "namespaces", false),
+    ("v1", "Event", "events", true),
+    ("v1", "ResourceQuota", "resourcequotas", true),
+    ("v1", "LimitRange", "limitranges", true),
+    ("rbac.authorization.k8s.io/v1", "Role", "roles", true),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
+    (
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        false,
+    ),
+    ("coordination.k8s.io/v1", "Lease", "leases", true),
+    ("events.k8s.io/v1", "Event", "events", true),
+    ("apis.kcp.io/v1alpha1", "APIBinding", "apibindings", false),
+    ("apis.kcp.io/v1alpha1", "APIExport", "apiexports", false),
+    (
+        "apis.kcp.io/v1alpha1",
+        "APIResourceSchema",
+        "apiresourceschemas",
+        false,
+    ),
+    (
+        "apis.kcp.io/v1alpha1",
+        "APIExportEndpointSlice",
+        "apiexportendpointslices",
+        false,
+    ),
+    ("apis.kcp.io/v1alpha2", "APIBinding", "apibindings", false),
+    ("apis.kcp.io/v1alpha2", "APIExport", "apiexports", false),
+    ("tenancy.kcp.io/v1alpha1", "Workspace", "workspaces", false),
+    (
+        "tenancy.kcp.io/v1alpha1",
+        "WorkspaceType",
+        "workspacetypes",
+        false,
+    ),
+];
+
 impl Discovery {
+    /// Kinds from the workspace's discovery documents.
     pub fn new(client: Client) -> Self {
+        Self::with_mode(client, Mode::Discovery)
+    }
+
+    /// Kinds without discovery, for the terminatingworkspaces virtual
+    /// workspace: built-in kinds from a table, CRD kinds from the
+    /// workspace's CustomResourceDefinitions, kinds bound through
+    /// APIBindings by probing each bound resource of the group (a list of
+    /// one) and comparing the list's kind.
+    pub fn without_discovery(client: Client) -> Self {
+        Self::with_mode(client, Mode::ResourceRequests)
+    }
+
+    fn with_mode(client: Client, mode: Mode) -> Self {
         Discovery {
             client,
+            mode,
             by_version: HashMap::new(),
+            by_kind: HashMap::new(),
+            crds: None,
+            bound: None,
         }
     }
 
     /// The resource serving `kind` in `api_version`, and whether it is
     /// namespaced; `None` when not served.
     async fn resolve(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<(String, bool)>, ApplyError> {
+        match self.mode {
+            Mode::Discovery => self.from_discovery(api_version, kind).await,
+            Mode::ResourceRequests => {
+                let key = (api_version.to_string(), kind.to_string());
+                if let Some(found) = self.by_kind.get(&key) {
+                    return Ok(found.clone());
+                }
+                let found = self.from_resources(api_version, kind).await?;
+                self.by_kind.insert(key, found.clone());
+                Ok(found)
+            }
+        }
+    }
+
+    async fn from_discovery(
         &mut self,
         api_version: &str,
         kind: &str,
@@ -171,6 +298,145 @@ impl Discovery {
             .find(|r| r.kind == kind && !r.name.contains('/'))
             .map(|r| (r.name.clone(), r.namespaced)))
     }
+
+    async fn from_resources(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Option<(String, bool)>, ApplyError> {
+        if let Some((_, _, plural, namespaced)) = BUILT_IN
+            .iter()
+            .find(|(v, k, _, _)| *v == api_version && *k == kind)
+        {
+            return Ok(Some((plural.to_string(), *namespaced)));
+        }
+        let Some((group, version)) = api_version.rsplit_once('/') else {
+            // A core kind missing from the table: not one kcp serves.
+            return Ok(None);
+        };
+        if self.crds.is_none() {
+            self.crds = Some(
+                self.list_values("apiextensions.k8s.io/v1", "customresourcedefinitions")
+                    .await?,
+            );
+        }
+        if let Some(found) = self
+            .crds
+            .iter()
+            .flatten()
+            .find_map(|crd| crd_serves(crd, group, version, kind))
+        {
+            return Ok(Some(found));
+        }
+        if self.bound.is_none() {
+            let bindings = self
+                .list_values("apis.kcp.io/v1alpha1", "apibindings")
+                .await?;
+            self.bound = Some(bound_resources(&bindings));
+        }
+        let candidates: Vec<String> = self
+            .bound
+            .iter()
+            .flatten()
+            .filter(|(g, _)| g == group)
+            .map(|(_, r)| r.clone())
+            .collect();
+        for plural in candidates {
+            if let Some(namespaced) = self.probe(group, version, kind, &plural).await? {
+                return Ok(Some((plural, namespaced)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The items of a list as JSON; a 404 (kind not served) is an empty list.
+    async fn list_values(&self, api_version: &str, plural: &str) -> Result<Vec<Value>, ApplyError> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, ""), plural);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        match api.list(&ListParams::default()).await {
+            Ok(list) => Ok(list
+                .items
+                .iter()
+                .map(|o| serde_json::to_value(o).unwrap_or_default())
+                .collect()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            Err(source) => Err(ApplyError::List {
+                what: format!("{plural}.{group}"),
+                source,
+            }),
+        }
+    }
+
+    /// Whether `group/version/plural` serves `kind` (its list is a
+    /// `<kind>List`) and, when an object exists, whether it is namespaced.
+    /// `None` when it serves another kind or nothing.
+    async fn probe(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+    ) -> Result<Option<bool>, ApplyError> {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(list) if list.types.kind == format!("{kind}List") => Ok(Some(
+                list.items
+                    .first()
+                    .is_some_and(|o| o.metadata.namespace.is_some()),
+            )),
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(source) => Err(ApplyError::List {
+                what: format!("{plural}.{group}/{version}"),
+                source,
+            }),
+        }
+    }
+}
+
+/// `(plural, namespaced)` when `crd` defines `kind` in `group` and serves
+/// `version`.
+fn crd_serves(crd: &Value, group: &str, version: &str, kind: &str) -> Option<(String, bool)> {
+    let spec = &crd["spec"];
+    if spec["group"].as_str() != Some(group) || spec["names"]["kind"].as_str() != Some(kind) {
+        return None;
+    }
+    let served = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|v| v["name"].as_str() == Some(version) && v["served"].as_bool().unwrap_or(false));
+    if !served {
+        return None;
+    }
+    let plural = spec["names"]["plural"].as_str()?;
+    Some((
+        plural.to_string(),
+        spec["scope"].as_str() == Some("Namespaced"),
+    ))
+}
+
+/// `(group, resource)` of every resource the APIBindings bind.
+fn bound_resources(bindings: &[Value]) -> Vec<(String, String)> {
+    bindings
+        .iter()
+        .flat_map(|b| {
+            b["status"]["boundResources"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|r| {
+            Some((
+                r["group"].as_str().unwrap_or_default().to_string(),
+                r["resource"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
 }
 
 /// The API of `kind` in `api_version` (in `namespace` when the kind is
@@ -411,17 +677,28 @@ pub async fn delete_selected(
             if let Some(l) = &sel.labels {
                 lp = lp.labels(l);
             }
-            api.list(&lp)
-                .await
-                .map_err(|source| ApplyError::List {
-                    what: what.clone(),
-                    source,
-                })?
-                .items
+            match api.list(&lp).await {
+                Ok(list) => list.items,
+                // Resolved without discovery and not served after all.
+                Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+                Err(source) => {
+                    return Err(ApplyError::List {
+                        what: what.clone(),
+                        source,
+                    });
+                }
+            }
         }
     };
     let mut remaining = Vec::new();
-    for obj in objects {
+    for mut obj in objects {
+        // List items come without apiVersion and kind; messages name them.
+        if obj.types.is_none() {
+            obj.types = Some(kube::api::TypeMeta {
+                api_version: ar.api_version.clone(),
+                kind: ar.kind.clone(),
+            });
+        }
         let Some(name) = obj.metadata.name.clone() else {
             continue;
         };
@@ -733,5 +1010,59 @@ mod tests {
         );
         assert_eq!(describe(&ns()), "Namespace namespace");
         assert_eq!(describe(&json!({})), "<no kind> <no name>");
+    }
+
+    #[test]
+    fn crds_resolve_kind_version_and_scope() {
+        let crd = json!({"spec": {
+            "group": "example.io",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": true},
+                {"name": "v0", "served": false},
+            ],
+        }});
+        assert_eq!(
+            crd_serves(&crd, "example.io", "v1", "Widget"),
+            Some(("widgets".into(), true))
+        );
+        // A version not served, another group, another kind: not this CRD.
+        assert_eq!(crd_serves(&crd, "example.io", "v0", "Widget"), None);
+        assert_eq!(crd_serves(&crd, "other.io", "v1", "Widget"), None);
+        assert_eq!(crd_serves(&crd, "example.io", "v1", "Gadget"), None);
+        let mut cluster = crd.clone();
+        cluster["spec"]["scope"] = json!("Cluster");
+        assert_eq!(
+            crd_serves(&cluster, "example.io", "v1", "Widget"),
+            Some(("widgets".into(), false))
+        );
+    }
+
+    #[test]
+    fn bound_resources_come_from_binding_status() {
+        let bindings = [
+            json!({"status": {"boundResources": [
+                {"group": "example.io", "resource": "widgets"},
+                {"group": "example.io", "resource": "gadgets"},
+            ]}}),
+            json!({"status": {}}),
+            json!({}),
+        ];
+        assert_eq!(
+            bound_resources(&bindings),
+            vec![
+                ("example.io".to_string(), "widgets".to_string()),
+                ("example.io".to_string(), "gadgets".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn built_in_table_has_no_duplicates() {
+        let mut seen = std::collections::HashSet::new();
+        for (v, k, _, _) in BUILT_IN {
+            assert!(seen.insert((v, k)), "{v} {k} listed twice");
+        }
     }
 }

@@ -73,7 +73,7 @@ impl TypeWorker {
             debug!(workspace_type = %self.ty, cluster = %ws.cluster, "no InitTarget declares spec.termination; leaving the workspace");
             return Ok(Outcome::Done);
         }
-        let mut discovery = Discovery::new(client);
+        let mut discovery = Discovery::without_discovery(client);
         let mut first_error = None;
         let mut pending = false;
         let mut late = false;
