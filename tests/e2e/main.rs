@@ -16,6 +16,7 @@ mod journey;
 mod legacy;
 mod multikcp;
 mod mutation;
+mod namespaces;
 mod ops;
 mod outages;
 mod parity;

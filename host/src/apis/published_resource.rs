@@ -93,6 +93,40 @@ pub struct PublishedResourceSpec {
     /// `enabled: false` publishes the schema but syncs no objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synchronization: Option<SynchronizationSpec>,
+
+    /// syncweave: labels and annotations the agent keeps on the
+    /// service-cluster namespaces it places copies in. Keys it did not set
+    /// are left alone; values that drift are set again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_namespace_metadata: Option<ManagedNamespaceMetadata>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedNamespaceMetadata {
+    /// Labels set on every such namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Annotations set on every such namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// Keys copied from the object's Namespace in the consumer's workspace
+    /// (needs the `namespaces` permission claim, which the agent's
+    /// APIExport asks for). A static key of the same name wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_consumer_namespace: Option<ConsumerNamespaceKeys>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerNamespaceKeys {
+    /// Label keys to copy: an exact key, or a prefix ending in `*`
+    /// (`example.com/*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// Annotation keys to copy, as `labels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -557,6 +591,9 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
             out.push(NAMING_WASM_WITH_TEMPLATES.to_string());
         }
     }
+    if let Some(m) = &spec.managed_namespace_metadata {
+        out.extend(m.problems());
+    }
     if let Some(m) = &spec.mutation {
         for (list, rules) in [("spec", &m.spec), ("status", &m.status)] {
             for (i, r) in rules.iter().flatten().enumerate() {
@@ -576,6 +613,52 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
         }
     }
     out
+}
+
+impl ManagedNamespaceMetadata {
+    /// What Kubernetes would refuse on a Namespace, found before any
+    /// namespace is touched: keys must be qualified names, label values
+    /// label values.
+    pub fn problems(&self) -> Vec<String> {
+        let field = "spec.managedNamespaceMetadata";
+        let mut out = Vec::new();
+        for (k, v) in self.labels.iter().flatten() {
+            if let Err(e) = crate::apis::validation::qualified_name(k) {
+                out.push(format!(
+                    "{field}.labels: key {k:?} {e}; use a key like `example.com/team`"
+                ));
+            }
+            if let Err(e) = crate::apis::validation::label_value(v) {
+                out.push(format!("{field}.labels[{k}]: value {v:?} {e}"));
+            }
+        }
+        for k in self.annotations.iter().flatten().map(|(k, _)| k) {
+            if let Err(e) = crate::apis::validation::qualified_name(k) {
+                out.push(format!(
+                    "{field}.annotations: key {k:?} {e}; use a key like `example.com/owner`"
+                ));
+            }
+        }
+        let copy = self.from_consumer_namespace.as_ref();
+        for (list, keys) in [
+            ("labels", copy.and_then(|c| c.labels.as_ref())),
+            ("annotations", copy.and_then(|c| c.annotations.as_ref())),
+        ] {
+            for (i, k) in keys.into_iter().flatten().enumerate() {
+                let exact = k.strip_suffix('*').unwrap_or(k);
+                if exact.contains('*') {
+                    out.push(format!(
+                        "{field}.fromConsumerNamespace.{list}[{i}]: {k:?}: `*` may only end a prefix (`example.com/*`)"
+                    ));
+                } else if exact.is_empty() && k != "*" {
+                    out.push(format!(
+                        "{field}.fromConsumerNamespace.{list}[{i}]: empty key"
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Like [`unsupported_fields`], for what depends on the scope of the

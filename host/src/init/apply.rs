@@ -252,20 +252,20 @@ impl Discovery {
         kind: &str,
     ) -> Result<Option<(String, bool)>, ApplyError> {
         match self.mode {
-            Mode::Discovery => self.from_discovery(api_version, kind).await,
+            Mode::Discovery => self.by_discovery(api_version, kind).await,
             Mode::ResourceRequests => {
                 let key = (api_version.to_string(), kind.to_string());
                 if let Some(found) = self.by_kind.get(&key) {
                     return Ok(found.clone());
                 }
-                let found = self.from_resources(api_version, kind).await?;
+                let found = self.by_resource_requests(api_version, kind).await?;
                 self.by_kind.insert(key, found.clone());
                 Ok(found)
             }
         }
     }
 
-    async fn from_discovery(
+    async fn by_discovery(
         &mut self,
         api_version: &str,
         kind: &str,
@@ -299,7 +299,7 @@ impl Discovery {
             .map(|r| (r.name.clone(), r.namespaced)))
     }
 
-    async fn from_resources(
+    async fn by_resource_requests(
         &mut self,
         api_version: &str,
         kind: &str,

@@ -181,6 +181,9 @@ impl Publisher {
             resync_all: Default::default(),
             resource_filter,
             namespace_filter,
+            namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
+                crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
+            }),
             workspace_paths: pr.spec.enable_workspace_paths == Some(true),
             paths: Default::default(),
             failures: Failures::new({

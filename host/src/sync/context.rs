@@ -66,6 +66,8 @@ pub struct SyncContext {
     /// Namespace in the consumer's workspace (read through the virtual
     /// workspace, which needs the `namespaces` permission claim).
     pub namespace_filter: Option<Selector>,
+    /// `spec.managedNamespaceMetadata`.
+    pub namespace_metadata: Option<super::namespace_meta::NamespaceMetadata>,
     /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path
     /// (through the virtual workspace, which needs the
     /// `core.kcp.io/logicalclusters` permission claim).
@@ -236,6 +238,7 @@ impl SyncContext {
     pub(super) fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
         if !self.plugins().related.is_empty()
             || self.namespace_filter.is_some()
+            || self.namespace_metadata.is_some()
             || !self.copies.synced()
         {
             return None;

@@ -123,10 +123,14 @@ impl crate::controller::runner::Reconcile for SyncContext {
     }
 
     /// Every input of a plain PublishedResource is watched; related objects
-    /// and Namespace labels are not (see [`RESYNC_UNWATCHED`]).
+    /// and Namespace labels (filters, managed namespace metadata) are not
+    /// (see [`RESYNC_UNWATCHED`]).
     fn resync_period(&self) -> Option<Duration> {
         Some(
-            if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
+            if self.plugins().related.is_empty()
+                && self.namespace_filter.is_none()
+                && self.namespace_metadata.is_none()
+            {
                 self.resync
             } else {
                 RESYNC_UNWATCHED.min(self.resync)

@@ -85,6 +85,9 @@ impl SyncContext {
             .delete(key, &self.remote.ar.api_version, &self.remote.ar.kind)
             .await
             .map_err(kerr("deleting the sync state of", key))?;
+        if let Some(m) = &self.namespace_metadata {
+            m.forget(key);
+        }
         let finalizers: Vec<String> = remote
             .metadata
             .finalizers

@@ -22,6 +22,7 @@ pub mod events;
 pub mod gojson;
 pub mod labels;
 pub mod locate;
+pub mod namespace_meta;
 pub mod naming;
 pub mod patch;
 pub mod ports;
