@@ -14,6 +14,7 @@ mod init;
 mod init_lifecycle;
 mod journey;
 mod legacy;
+mod lifecycle;
 mod multikcp;
 mod mutation;
 mod namespaces;

@@ -1,0 +1,458 @@
+//! The life of objects, copies and workspaces (docs/lifecycle.md): kcp
+//! objects shared between the agents of two providers (api-syncagent
+//! #172/#117), waiting for other finalizers before a copy is deleted (#115),
+//! what happens on the service cluster when a consumer workspace is deleted
+//! (#113), the metadata of the namespaces the agent creates (#186/#97), and
+//! two agents started under one name.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
+use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use syncweave::sync::labels::FINALIZER;
+use syncweave_tests::env::*;
+use syncweave_tests::*;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// A namespaced CRD with free-form spec and status (status subresource).
+fn crd(group: &str, kind: &str, plural: &str) -> String {
+    let singular = kind.to_lowercase();
+    format!(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.{group}}}
+spec:
+  group: {group}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {{status: {{}}}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    )
+}
+
+/// Give the chart's ServiceAccount on the service cluster full access to
+/// `group`/`resources`, as a provider does for its own published types
+/// (the chart's `rbac.publishedResources`).
+async fn grant_service_access(env: &Env, group: &str, resources: &[&str]) {
+    let name = format!("e2e-lifecycle-{}", group.replace('.', "-"));
+    apply_yaml(
+        &env.service_client,
+        &format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules:
+- apiGroups: ["{group}"]
+  resources: {resources:?}
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects:
+- {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
+"#
+        ),
+    )
+    .await
+    .expect("RBAC for the test's own published types");
+}
+
+/// Bind the export `export` of workspace `export_path` under the binding
+/// name `binding`, accepting `claims` ((group, resource, identity hash)),
+/// and wait until `served` ((group, version, plural)) is served.
+async fn bind(
+    client: &Client,
+    binding: &str,
+    export_path: &str,
+    export: &str,
+    claims: &[(&str, &str, &str)],
+    served: (&str, &str, &str),
+) {
+    apply(
+        client,
+        &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIBinding",
+            "metadata": {"name": binding},
+            "spec": {
+                "reference": {"export": {"path": export_path, "name": export}},
+                "permissionClaims": claims.iter().map(|(g, r, h)| {
+                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
+                    if !h.is_empty() {
+                        c["identityHash"] = json!(h);
+                    }
+                    c
+                }).collect::<Vec<_>>(),
+            },
+        }),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("APIBinding {binding}: {e:#}"));
+    let (group, version, plural) = served;
+    let api = dynamic_api(client, &gvk(group, version, ""), plural, Some("default"));
+    eventually(&format!("{plural}.{group} served"), WAIT, || async {
+        api.list(&Default::default())
+            .await
+            .map(|_| Some(()))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+/// The `status.identityHash` of APIExport `name` in `workspace`.
+async fn export_identity(kcp: &Kcp, workspace: &str, name: &str) -> String {
+    let exports = dynamic_api(
+        &kcp.client(workspace).await.unwrap(),
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    eventually(&format!("the identity hash of APIExport {name}"), WAIT, || async {
+        let e = get_opt(&exports, name).await?;
+        Ok(e.and_then(|e| {
+            str_at(&e, "/status/identityHash")
+                .filter(|h| !h.is_empty())
+                .map(str::to_string)
+        }))
+    })
+    .await
+}
+
+/// Wait until the export in `workspace` claims `resource`.
+async fn wait_for_claim(kcp: &Kcp, workspace: &str, resource: &str) {
+    let exports = dynamic_api(
+        &kcp.client(workspace).await.unwrap(),
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    );
+    eventually(&format!("the {resource} claim of {workspace}'s export"), WAIT, || async {
+        let e = get_opt(&exports, EXPORT).await?;
+        Ok(e.filter(|e| {
+            e.data["spec"]["permissionClaims"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["resource"] == resource))
+        }))
+    })
+    .await;
+}
+
+fn finalizers(obj: &DynamicObject) -> Vec<String> {
+    obj.metadata.finalizers.clone().unwrap_or_default()
+}
+
+async fn wait_gone(api: &Api<DynamicObject>, name: &str, what: &str) {
+    eventually(what, WAIT, || async {
+        Ok(get_opt(api, name).await?.is_none().then_some(()))
+    })
+    .await
+}
+
+/// The command line of a second agent (`name`, selecting the
+/// PublishedResources labelled `e2e.syncweave.dev/agent=<selector>`) whose
+/// kcp kubeconfig points at `kcp_kc`.
+fn second_agent_args(env: &Env, kcp_kc: &std::path::Path, name: &str, selector: &str) -> Vec<String> {
+    [
+        "sync",
+        "--kcp-kubeconfig",
+        kcp_kc.to_str().unwrap(),
+        "--kubeconfig",
+        env.dir.join("service.kubeconfig").to_str().unwrap(),
+        "--namespace",
+        AGENT_NAMESPACE,
+        "--apiexportendpointslice-ref",
+        EXPORT,
+        "--agent-name",
+        name,
+        &format!("--published-resource-selector=e2e.syncweave.dev/agent={selector}"),
+        "--metrics-address",
+        "0",
+        "--log-format",
+        "Console",
+        "--log-debug",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Stop `agent` (SIGTERM) and wait until its process is gone.
+async fn stop(agent: Agent) {
+    agent.signal(libc::SIGTERM);
+    eventually("the agent process to exit", WAIT, || async {
+        Ok((!agent.is_running()).then_some(()))
+    })
+    .await;
+}
+
+/// api-syncagent #172 (and #117): provider A publishes Networks; provider
+/// B publishes VirtualMachines whose related resource (origin kcp) is the
+/// consumer's Network, by identity of A's export. Both agents hold the same
+/// kcp Network: A as its primary (its copy on the service cluster), B as a
+/// related original (B's copy of it, a Note). Upstream gives both holds one
+/// finalizer name, `syncagent.kcp.io/cleanup`, so one agent releases the
+/// other's: B removes it when a VirtualMachine goes while A still has a
+/// copy of the Network, and A re-adds it (upstream's requeue then loops).
+///
+/// With `lifecycle.relatedFinalizer: PerAgent` on B's PublishedResource,
+/// B holds the Network with its own finalizer:
+/// 1. deleting the VirtualMachine completes (B's copy of the Network goes),
+///    and the Network and A's copy stay;
+/// 2. while A is stopped, deleting another VirtualMachine still leaves A's
+///    finalizer on the Network (nobody could put it back);
+/// 3. deleting the Network while A is stopped does not delete it from kcp:
+///    A's finalizer holds it until A, back, deletes its copy; then it goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_of_two_providers_share_a_kcp_object() {
+    let mut env = Env::prepare("lifecycle-shared", crate::binary()).await;
+    let kcp = env.kcp;
+    for (group, kind, plural) in [
+        ("net.example.com", "Network", "networks"),
+        ("compute.example.com", "VirtualMachine", "virtualmachines"),
+    ] {
+        apply_crds(&env.service_client, &crd(group, kind, plural))
+            .await
+            .expect("CRD");
+        grant_service_access(&env, group, &[plural]).await;
+    }
+    apply_crds(&env.service_client, NOTE_CRD)
+        .await
+        .expect("Note CRD");
+
+    // Provider A (the environment's agent): Networks.
+    env.start_agent(&["--published-resource-selector=e2e.syncweave.dev/agent=a"]);
+    env.publish_yaml(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {name: publish-networks, labels: {e2e.syncweave.dev/agent: a}}
+spec:
+  resource: {apiGroup: net.example.com, kind: Network, versions: [v1]}
+"#,
+    )
+    .await;
+    env.wait_for_schema("publish-networks").await;
+    let identity_a = export_identity(kcp, &env.provider.path, EXPORT).await;
+
+    // Provider B: its own workspace, export and agent; VirtualMachines whose
+    // Network (in kcp, of A's export) is copied down as a Note.
+    let provider_b = kcp
+        .create_workspace_in(&env.org.path, "provider-b", None)
+        .await
+        .expect("provider-b workspace");
+    let provider_b_client = kcp.client(&provider_b.path).await.unwrap();
+    apply_yaml(&provider_b_client, APIEXPORT)
+        .await
+        .expect("provider-b's APIExport");
+    grant_kcp_agent_rbac(&provider_b_client, AGENT_KCP_USER)
+        .await
+        .expect("agent-b's kcp RBAC");
+    env.publish_yaml(&format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata: {{name: publish-vms, labels: {{e2e.syncweave.dev/agent: b}}}}
+spec:
+  resource: {{apiGroup: compute.example.com, kind: VirtualMachine, versions: [v1]}}
+  lifecycle: {{relatedFinalizer: PerAgent}}
+  related:
+    - identifier: network
+      origin: kcp
+      group: net.example.com
+      version: v1
+      resource: networks
+      identityHash: {identity_a}
+      projection: {{group: example.com, resource: notes}}
+      object:
+        reference: {{path: spec.network}}
+"#
+    ))
+    .await;
+    let kcp_kc_b = env.dir.join("kcp-b.kubeconfig");
+    kcp.write_kubeconfig_with_token(&provider_b.path, AGENT_KCP_TOKEN, &kcp_kc_b)
+        .unwrap();
+    let agent_b = Agent::start(
+        &env.binary,
+        &second_agent_args(&env, &kcp_kc_b, "agent-b", "b"),
+        env.dir.join("agent-b.log"),
+    )
+    .unwrap();
+    wait_for_claim(kcp, &provider_b.path, "networks").await;
+
+    // The consumer binds both providers' exports.
+    let ws = kcp
+        .create_workspace_in(&env.org.path, "consumer", None)
+        .await
+        .expect("consumer workspace");
+    let client = kcp.client(&ws.path).await.unwrap();
+    bind(
+        &client,
+        "networks",
+        &env.provider.path,
+        EXPORT,
+        &[("", "events", "")],
+        ("net.example.com", "v1", "networks"),
+    )
+    .await;
+    bind(
+        &client,
+        "vms",
+        &provider_b.path,
+        EXPORT,
+        &[
+            ("", "events", ""),
+            ("", "namespaces", ""),
+            ("net.example.com", "networks", &identity_a),
+        ],
+        ("compute.example.com", "v1", "virtualmachines"),
+    )
+    .await;
+    let networks = dynamic_api(
+        &client,
+        &gvk("net.example.com", "v1", "Network"),
+        "networks",
+        Some("default"),
+    );
+    let vms = dynamic_api(
+        &client,
+        &gvk("compute.example.com", "v1", "VirtualMachine"),
+        "virtualmachines",
+        Some("default"),
+    );
+    let vm = |name: &str| {
+        json!({
+            "apiVersion": "compute.example.com/v1", "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"network": "net", "cpus": 2},
+        })
+    };
+    create(
+        &networks,
+        json!({
+            "apiVersion": "net.example.com/v1", "kind": "Network",
+            "metadata": {"name": "net", "namespace": "default"},
+            "spec": {"cidr": "10.0.0.0/24"},
+        }),
+    )
+    .await;
+    create(&vms, vm("vm")).await;
+
+    // A's copy of the Network, B's copy of the VM, and B's copy of the
+    // Network (a Note named after spec.network, next to the VM's copy).
+    let svc = |group: &str, kind: &str, plural: &str| {
+        dynamic_api(
+            &env.service_client,
+            &gvk(group, "v1", kind),
+            plural,
+            Some(&ws.cluster),
+        )
+    };
+    let a_copies = svc("net.example.com", "Network", "networks");
+    let b_copies = svc("compute.example.com", "VirtualMachine", "virtualmachines");
+    let b_network_copies = svc("example.com", "Note", "notes");
+    let a_copy_name = default_copy_name("default", "net");
+    for (api, name, what) in [
+        (&a_copies, a_copy_name.clone(), "A's copy of the Network"),
+        (&b_copies, default_copy_name("default", "vm"), "B's copy of the VM"),
+        (&b_network_copies, "net".to_string(), "B's copy of the Network"),
+    ] {
+        eventually(what, WAIT, || async { get_opt(api, &name).await }).await;
+    }
+    // Both agents hold the Network; what its finalizers look like is
+    // asserted at the end (the behaviour below is what matters).
+    let held = eventually("the Network held by both agents", WAIT, || async {
+        let n = get_opt(&networks, "net").await?;
+        Ok(n.filter(|n| !finalizers(n).is_empty()).map(|n| finalizers(&n)))
+    })
+    .await;
+
+    // 1. The issue's case: the VM goes; the Network and A's copy stay.
+    vms.delete("vm", &DeleteParams::default()).await.unwrap();
+    wait_gone(&vms, "vm", "the VirtualMachine deleted from kcp").await;
+    wait_gone(&b_network_copies, "net", "B's copy of the Network deleted").await;
+    let n = networks.get("net").await.unwrap();
+    assert!(n.metadata.deletion_timestamp.is_none());
+    assert!(get_opt(&a_copies, &a_copy_name).await.unwrap().is_some());
+    eventually("only A's finalizer left on the Network", WAIT, || async {
+        let n = get_opt(&networks, "net").await?.ok_or("the Network is gone")?;
+        Ok((finalizers(&n) == [FINALIZER]).then_some(()))
+    })
+    .await;
+
+    // 2. With A stopped, B releasing its own hold must leave A's.
+    create(&vms, vm("vm2")).await;
+    eventually("B's copy of the Network again", WAIT, || async {
+        get_opt(&b_network_copies, "net").await
+    })
+    .await;
+    eventually("B holds the Network again", WAIT, || async {
+        let n = get_opt(&networks, "net").await?.ok_or("the Network is gone")?;
+        Ok((finalizers(&n).len() == held.len()).then_some(()))
+    })
+    .await;
+    let agent_a = env.agent.take().expect("agent A runs");
+    let log_a = agent_a.log_file.clone();
+    stop(agent_a).await;
+    vms.delete("vm2", &DeleteParams::default()).await.unwrap();
+    wait_gone(&vms, "vm2", "the second VirtualMachine deleted from kcp").await;
+    wait_gone(&b_network_copies, "net", "B's copy of the Network deleted again").await;
+    let n = networks.get("net").await.unwrap();
+    assert!(
+        finalizers(&n).iter().any(|f| f == FINALIZER),
+        "agent B released agent A's finalizer on the shared Network (A is stopped, so \
+         nothing put it back): finalizers now {:?}, before {held:?}",
+        finalizers(&n)
+    );
+
+    // 3. Deleting the Network while A is stopped: A's finalizer holds it.
+    networks.delete("net", &DeleteParams::default()).await.unwrap();
+    let n = eventually("the Network marked for deletion", WAIT, || async {
+        let n = get_opt(&networks, "net")
+            .await?
+            .ok_or("the Network is gone from kcp while A still has its copy: A's copy is orphaned")?;
+        Ok(n.metadata.deletion_timestamp.is_some().then_some(n))
+    })
+    .await;
+    assert_eq!(finalizers(&n), [FINALIZER], "only A holds the Network");
+    assert!(get_opt(&a_copies, &a_copy_name).await.unwrap().is_some());
+    // A comes back: deletes its copy, releases the Network.
+    let kcp_kc = env.dir.join("kcp.kubeconfig");
+    let svc_kc = env.dir.join("service.kubeconfig");
+    let args = env.agent_args(
+        &kcp_kc,
+        &svc_kc,
+        &["--published-resource-selector=e2e.syncweave.dev/agent=a"],
+    );
+    let _agent_a = Agent::start(&env.binary, &args, env.dir.join("agent-a-again.log")).unwrap();
+    wait_gone(&a_copies, &a_copy_name, "A's copy of the Network deleted").await;
+    wait_gone(&networks, "net", "the Network deleted from kcp").await;
+
+    // While both held it, each had its own finalizer on the Network: A's
+    // (as upstream's, for its primary) and B's own.
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(held.iter().any(|f| f == FINALIZER), "{held:?}");
+    let b_finalizer = held.iter().find(|f| *f != FINALIZER).unwrap();
+    assert!(
+        b_finalizer.starts_with("cleanup.syncagent.kcp.io/agent-b"),
+        "{b_finalizer}"
+    );
+    drop(agent_b);
+    let _ = log_a;
+}
