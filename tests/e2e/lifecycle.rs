@@ -1,16 +1,11 @@
-//! The life of objects, copies and workspaces (docs/lifecycle.md): kcp
-//! objects shared between the agents of two providers (api-syncagent
-//! #172/#117), waiting for other finalizers before a copy is deleted (#115),
-//! what happens on the service cluster when a consumer workspace is deleted
-//! (#113), the metadata of the namespaces the agent creates (#186/#97), and
-//! two agents started under one name.
+//! The life of objects shared between agents (docs/lifecycle.md): a kcp
+//! object held by the agents of two providers (api-syncagent #172/#117).
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
-use serde_json::{Value, json};
+use kube::api::{Api, DeleteParams, DynamicObject};
+use serde_json::json;
 use syncweave::sync::labels::FINALIZER;
 use syncweave_tests::env::*;
 use syncweave_tests::*;
@@ -124,14 +119,18 @@ async fn export_identity(kcp: &Kcp, workspace: &str, name: &str) -> String {
         "apiexports",
         None,
     );
-    eventually(&format!("the identity hash of APIExport {name}"), WAIT, || async {
-        let e = get_opt(&exports, name).await?;
-        Ok(e.and_then(|e| {
-            str_at(&e, "/status/identityHash")
-                .filter(|h| !h.is_empty())
-                .map(str::to_string)
-        }))
-    })
+    eventually(
+        &format!("the identity hash of APIExport {name}"),
+        WAIT,
+        || async {
+            let e = get_opt(&exports, name).await?;
+            Ok(e.and_then(|e| {
+                str_at(&e, "/status/identityHash")
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+            }))
+        },
+    )
     .await
 }
 
@@ -143,14 +142,18 @@ async fn wait_for_claim(kcp: &Kcp, workspace: &str, resource: &str) {
         "apiexports",
         None,
     );
-    eventually(&format!("the {resource} claim of {workspace}'s export"), WAIT, || async {
-        let e = get_opt(&exports, EXPORT).await?;
-        Ok(e.filter(|e| {
-            e.data["spec"]["permissionClaims"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["resource"] == resource))
-        }))
-    })
+    eventually(
+        &format!("the {resource} claim of {workspace}'s export"),
+        WAIT,
+        || async {
+            let e = get_opt(&exports, EXPORT).await?;
+            Ok(e.filter(|e| {
+                e.data["spec"]["permissionClaims"]
+                    .as_array()
+                    .is_some_and(|cs| cs.iter().any(|c| c["resource"] == resource))
+            }))
+        },
+    )
     .await;
 }
 
@@ -168,7 +171,12 @@ async fn wait_gone(api: &Api<DynamicObject>, name: &str, what: &str) {
 /// The command line of a second agent (`name`, selecting the
 /// PublishedResources labelled `e2e.syncweave.dev/agent=<selector>`) whose
 /// kcp kubeconfig points at `kcp_kc`.
-fn second_agent_args(env: &Env, kcp_kc: &std::path::Path, name: &str, selector: &str) -> Vec<String> {
+fn second_agent_args(
+    env: &Env,
+    kcp_kc: &std::path::Path,
+    name: &str,
+    selector: &str,
+) -> Vec<String> {
     [
         "sync",
         "--kcp-kubeconfig",
@@ -370,8 +378,16 @@ spec:
     let a_copy_name = default_copy_name("default", "net");
     for (api, name, what) in [
         (&a_copies, a_copy_name.clone(), "A's copy of the Network"),
-        (&b_copies, default_copy_name("default", "vm"), "B's copy of the VM"),
-        (&b_network_copies, "net".to_string(), "B's copy of the Network"),
+        (
+            &b_copies,
+            default_copy_name("default", "vm"),
+            "B's copy of the VM",
+        ),
+        (
+            &b_network_copies,
+            "net".to_string(),
+            "B's copy of the Network",
+        ),
     ] {
         eventually(what, WAIT, || async { get_opt(api, &name).await }).await;
     }
@@ -379,7 +395,8 @@ spec:
     // asserted at the end (the behaviour below is what matters).
     let held = eventually("the Network held by both agents", WAIT, || async {
         let n = get_opt(&networks, "net").await?;
-        Ok(n.filter(|n| !finalizers(n).is_empty()).map(|n| finalizers(&n)))
+        Ok(n.filter(|n| !finalizers(n).is_empty())
+            .map(|n| finalizers(&n)))
     })
     .await;
 
@@ -391,7 +408,9 @@ spec:
     assert!(n.metadata.deletion_timestamp.is_none());
     assert!(get_opt(&a_copies, &a_copy_name).await.unwrap().is_some());
     eventually("only A's finalizer left on the Network", WAIT, || async {
-        let n = get_opt(&networks, "net").await?.ok_or("the Network is gone")?;
+        let n = get_opt(&networks, "net")
+            .await?
+            .ok_or("the Network is gone")?;
         Ok((finalizers(&n) == [FINALIZER]).then_some(()))
     })
     .await;
@@ -403,7 +422,9 @@ spec:
     })
     .await;
     eventually("B holds the Network again", WAIT, || async {
-        let n = get_opt(&networks, "net").await?.ok_or("the Network is gone")?;
+        let n = get_opt(&networks, "net")
+            .await?
+            .ok_or("the Network is gone")?;
         Ok((finalizers(&n).len() == held.len()).then_some(()))
     })
     .await;
@@ -412,7 +433,12 @@ spec:
     stop(agent_a).await;
     vms.delete("vm2", &DeleteParams::default()).await.unwrap();
     wait_gone(&vms, "vm2", "the second VirtualMachine deleted from kcp").await;
-    wait_gone(&b_network_copies, "net", "B's copy of the Network deleted again").await;
+    wait_gone(
+        &b_network_copies,
+        "net",
+        "B's copy of the Network deleted again",
+    )
+    .await;
     let n = networks.get("net").await.unwrap();
     assert!(
         finalizers(&n).iter().any(|f| f == FINALIZER),
@@ -422,11 +448,14 @@ spec:
     );
 
     // 3. Deleting the Network while A is stopped: A's finalizer holds it.
-    networks.delete("net", &DeleteParams::default()).await.unwrap();
+    networks
+        .delete("net", &DeleteParams::default())
+        .await
+        .unwrap();
     let n = eventually("the Network marked for deletion", WAIT, || async {
-        let n = get_opt(&networks, "net")
-            .await?
-            .ok_or("the Network is gone from kcp while A still has its copy: A's copy is orphaned")?;
+        let n = get_opt(&networks, "net").await?.ok_or(
+            "the Network is gone from kcp while A still has its copy: A's copy is orphaned",
+        )?;
         Ok(n.metadata.deletion_timestamp.is_some().then_some(n))
     })
     .await;

@@ -99,6 +99,41 @@ pub struct PublishedResourceSpec {
     /// are left alone; values that drift are set again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub managed_namespace_metadata: Option<ManagedNamespaceMetadata>,
+
+    /// syncweave: how the agent holds kcp objects (finalizers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<LifecycleSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleSpec {
+    /// The finalizer that holds kcp-origin related objects until their
+    /// copies are gone. `Shared` (default, as upstream):
+    /// `syncagent.kcp.io/cleanup`, the name every agent uses, so two
+    /// providers' agents holding one object release each other's hold
+    /// (api-syncagent #172). `PerAgent`: `cleanup.syncagent.kcp.io/<agent
+    /// name>`, released only by this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_finalizer: Option<RelatedFinalizer>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum RelatedFinalizer {
+    #[default]
+    Shared,
+    PerAgent,
+}
+
+impl PublishedResourceSpec {
+    /// The finalizer this agent (`agent`) puts on kcp-origin related
+    /// objects.
+    pub fn related_finalizer(&self, agent: &str) -> String {
+        match self.lifecycle.as_ref().and_then(|l| l.related_finalizer) {
+            Some(RelatedFinalizer::PerAgent) => format!("cleanup.syncagent.kcp.io/{agent}"),
+            _ => crate::sync::labels::FINALIZER.to_string(),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -776,6 +811,25 @@ spec:
 
     fn spec(yaml: &str) -> PublishedResourceSpec {
         serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn related_finalizer_is_shared_unless_per_agent() {
+        let base = "resource: {apiGroup: example.com, kind: CronTab}\n";
+        assert_eq!(
+            spec(base).related_finalizer("agent-b"),
+            "syncagent.kcp.io/cleanup"
+        );
+        let shared = format!("{base}lifecycle: {{relatedFinalizer: Shared}}\n");
+        assert_eq!(
+            spec(&shared).related_finalizer("agent-b"),
+            "syncagent.kcp.io/cleanup"
+        );
+        let own = format!("{base}lifecycle: {{relatedFinalizer: PerAgent}}\n");
+        assert_eq!(
+            spec(&own).related_finalizer("agent-b"),
+            "cleanup.syncagent.kcp.io/agent-b"
+        );
     }
 
     #[test]

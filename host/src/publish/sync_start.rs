@@ -181,6 +181,7 @@ impl Publisher {
             resync_all: Default::default(),
             resource_filter,
             namespace_filter,
+            related_finalizer: pr.spec.related_finalizer(&self.cfg.agent_name),
             namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
                 crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
             }),

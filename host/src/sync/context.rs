@@ -66,6 +66,9 @@ pub struct SyncContext {
     /// Namespace in the consumer's workspace (read through the virtual
     /// workspace, which needs the `namespaces` permission claim).
     pub namespace_filter: Option<Selector>,
+    /// The finalizer on kcp-origin related objects
+    /// (`spec.lifecycle.relatedFinalizer`).
+    pub related_finalizer: String,
     /// `spec.managedNamespaceMetadata`.
     pub namespace_metadata: Option<super::namespace_meta::NamespaceMetadata>,
     /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path

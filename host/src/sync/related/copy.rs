@@ -34,6 +34,9 @@ impl RelatedPass<'_> {
             .await
             .map_err(kerr("reading the copy", dest_what.clone()))?;
         let orig_finalizers = res.original.metadata.finalizers.clone().unwrap_or_default();
+        // Ours only: upstream's shared name, or this agent's own
+        // (spec.lifecycle.relatedFinalizer).
+        let hold = &self.sync.related_finalizer;
         let orig_deleting = res.original.metadata.deletion_timestamp.is_some();
 
         // Deletion: of the primary (cleanup), or of a kcp original (whose
@@ -49,9 +52,8 @@ impl RelatedPass<'_> {
                 }
                 return Ok(true);
             }
-            if !service && orig_finalizers.iter().any(|f| f == FINALIZER) {
-                let kept: Vec<&String> =
-                    orig_finalizers.iter().filter(|f| *f != FINALIZER).collect();
+            if !service && orig_finalizers.contains(hold) {
+                let kept: Vec<&String> = orig_finalizers.iter().filter(|f| **f != *hold).collect();
                 let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": res.original.metadata.resource_version}});
                 let released = origin_api
                     .api(&orig_ns)
@@ -66,9 +68,9 @@ impl RelatedPass<'_> {
             return Ok(false);
         }
         // kcp originals are held by our finalizer until their copy is gone.
-        if !service && !orig_finalizers.iter().any(|f| f == FINALIZER) {
+        if !service && !orig_finalizers.contains(hold) {
             let mut f = orig_finalizers.clone();
-            f.push(FINALIZER.to_string());
+            f.push(hold.clone());
             let patch = json!({"metadata": {"finalizers": f, "resourceVersion": res.original.metadata.resource_version}});
             let held = origin_api
                 .api(&orig_ns)
