@@ -485,3 +485,135 @@ spec:
     drop(agent_b);
     let _ = log_a;
 }
+
+/// The Events about `name` in the consumer's namespace `default`:
+/// (reason, type, message).
+async fn events_about(
+    client: &Client,
+    name: &str,
+) -> Result<Vec<(String, String, String)>, String> {
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
+    let list = events
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.type_.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// api-syncagent #115: `spec.lifecycle.waitForOtherFinalizers`. A kcp
+/// object deleted while another controller's finalizer is on it keeps its
+/// copy until that finalizer goes (an Event says so); a finalizer that
+/// never goes holds the copy only until the timeout (a Warning says so),
+/// and the agent's own finalizer is released after the copy is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn copies_wait_for_other_finalizers_with_a_timeout() {
+    let env = Env::start("lifecycle-wait", crate::binary()).await;
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  lifecycle:\n    waitForOtherFinalizers: {{timeout: 20s}}\n"
+    ))
+    .await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp_crontabs = crontabs(&client, "default");
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    for name in ["released", "stuck"] {
+        let mut obj = crontab(name, "img");
+        obj["metadata"]["finalizers"] = json!(["example.com/backup"]);
+        create(&kcp_crontabs, obj).await;
+        eventually(&format!("the copy of {name}"), WAIT, || async {
+            get_opt(&copies, &default_copy_name("default", name)).await
+        })
+        .await;
+    }
+
+    // 1. Another controller's finalizer is removed after a while: the copy
+    //    stays until then.
+    kcp_crontabs
+        .delete("released", &DeleteParams::default())
+        .await
+        .unwrap();
+    let waiting = eventually("a WaitingForFinalizers event", WAIT, || async {
+        Ok(events_about(&client, "released")
+            .await?
+            .into_iter()
+            .find(|(r, _, _)| r == "WaitingForFinalizers"))
+    })
+    .await;
+    assert_eq!(waiting.1, "Normal");
+    assert!(waiting.2.contains("example.com/backup"), "{waiting:?}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        get_opt(&copies, &default_copy_name("default", "released"))
+            .await
+            .unwrap()
+            .is_some(),
+        "the copy was deleted while another finalizer was still on the kcp object"
+    );
+    let held = kcp_crontabs.get("released").await.unwrap();
+    let kept: Vec<String> = finalizers(&held)
+        .into_iter()
+        .filter(|f| f != "example.com/backup")
+        .collect();
+    kcp_crontabs
+        .patch(
+            "released",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"finalizers": kept}})),
+        )
+        .await
+        .unwrap();
+    wait_gone(
+        &copies,
+        &default_copy_name("default", "released"),
+        "the copy deleted once the other finalizer is gone",
+    )
+    .await;
+    wait_gone(&kcp_crontabs, "released", "the kcp object deleted").await;
+
+    // 2. A finalizer that stays: the copy goes after the timeout, said with
+    //    a Warning; the kcp object keeps only the other finalizer.
+    kcp_crontabs
+        .delete("stuck", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(
+        &copies,
+        &default_copy_name("default", "stuck"),
+        "the copy deleted after the timeout",
+    )
+    .await;
+    let deleting = kcp_crontabs.get("stuck").await.unwrap();
+    let deleting = deleting.metadata.deletion_timestamp.unwrap().0;
+    let waited = k8s_openapi::jiff::Timestamp::now().duration_since(deleting);
+    assert!(
+        waited.as_secs() >= 20,
+        "the copy went {waited:?} after the deletion began, before the 20s timeout"
+    );
+    let timed_out = eventually("a FinalizerWaitTimedOut event", WAIT, || async {
+        Ok(events_about(&client, "stuck")
+            .await?
+            .into_iter()
+            .find(|(r, _, _)| r == "FinalizerWaitTimedOut"))
+    })
+    .await;
+    assert_eq!(timed_out.1, "Warning");
+    assert!(
+        timed_out.2.contains("20s") && timed_out.2.contains("example.com/backup"),
+        "{timed_out:?}"
+    );
+    eventually("the agent's finalizer released", WAIT, || async {
+        let o = get_opt(&kcp_crontabs, "stuck").await?.ok_or("gone")?;
+        Ok((finalizers(&o) == ["example.com/backup"]).then_some(()))
+    })
+    .await;
+}

@@ -116,6 +116,35 @@ pub struct LifecycleSpec {
     /// name>`, released only by this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub related_finalizer: Option<RelatedFinalizer>,
+
+    /// When a kcp object is deleted, wait before deleting its copy while
+    /// the object has finalizers other than the agent's own (another
+    /// controller still cleaning up; api-syncagent #115), at most `timeout`
+    /// after the deletion began; then the copy is deleted anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for_other_finalizers: Option<WaitForOtherFinalizers>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitForOtherFinalizers {
+    /// A Go duration (`30s`, `10m`), counted from the object's
+    /// deletionTimestamp; default `5m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+/// How long `spec.lifecycle.waitForOtherFinalizers` waits by default.
+pub const FINALIZER_WAIT_DEFAULT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl WaitForOtherFinalizers {
+    pub fn timeout(&self) -> Result<std::time::Duration, String> {
+        match self.timeout.as_deref() {
+            None => Ok(FINALIZER_WAIT_DEFAULT),
+            Some(t) => crate::apis::wasmplugin::parse_duration(t)
+                .map_err(|e| format!("spec.lifecycle.waitForOtherFinalizers.timeout: {e}")),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -628,6 +657,14 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
     }
     if let Some(m) = &spec.managed_namespace_metadata {
         out.extend(m.problems());
+    }
+    if let Some(w) = spec
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.wait_for_other_finalizers.as_ref())
+        && let Err(e) = w.timeout()
+    {
+        out.push(e);
     }
     if let Some(m) = &spec.mutation {
         for (list, rules) in [("spec", &m.spec), ("status", &m.status)] {

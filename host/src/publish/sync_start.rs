@@ -182,6 +182,14 @@ impl Publisher {
             resource_filter,
             namespace_filter,
             related_finalizer: pr.spec.related_finalizer(&self.cfg.agent_name),
+            // Validated before the sync starts (unsupported_fields).
+            finalizer_wait: pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .and_then(|l| l.wait_for_other_finalizers.as_ref())
+                .map(|w| w.timeout().unwrap_or(crate::apis::FINALIZER_WAIT_DEFAULT)),
+            finalizer_waits: Default::default(),
             namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
                 crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
             }),

@@ -69,6 +69,10 @@ pub struct SyncContext {
     /// The finalizer on kcp-origin related objects
     /// (`spec.lifecycle.relatedFinalizer`).
     pub related_finalizer: String,
+    /// `spec.lifecycle.waitForOtherFinalizers.timeout`, when set.
+    pub finalizer_wait: Option<std::time::Duration>,
+    /// kcp objects whose copy waits for other finalizers (said once each).
+    pub finalizer_waits: std::sync::Mutex<std::collections::HashSet<ObjectKey>>,
     /// `spec.managedNamespaceMetadata`.
     pub namespace_metadata: Option<super::namespace_meta::NamespaceMetadata>,
     /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path

@@ -1,6 +1,7 @@
-//! The kcp object is being deleted: related objects in delete mode go
-//! first, then the copy; once it is gone, its state, then the finalizer is
-//! released.
+//! The kcp object is being deleted: with
+//! `spec.lifecycle.waitForOtherFinalizers`, other finalizers are waited for
+//! first (bounded); then related objects in delete mode go, then the copy;
+//! once it is gone, its state, then the finalizer is released.
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::json;
@@ -37,6 +38,9 @@ impl SyncContext {
     ) -> Result<Outcome, SyncError> {
         if !has_finalizer {
             return Ok(Outcome::Done);
+        }
+        if let Some(outcome) = self.wait_for_other_finalizers(key, remote) {
+            return Ok(outcome);
         }
         if let Some(local) = self.find_local(key).await? {
             // Related objects first, in delete mode (while both primaries
@@ -88,6 +92,10 @@ impl SyncContext {
         if let Some(m) = &self.namespace_metadata {
             m.forget(key);
         }
+        self.finalizer_waits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
         let finalizers: Vec<String> = remote
             .metadata
             .finalizers
@@ -113,5 +121,122 @@ impl SyncContext {
             );
         }
         Ok(Outcome::Done)
+    }
+}
+
+/// How often a copy that waits for other finalizers is looked at again
+/// (their removal is also a watch event, which comes sooner).
+const FINALIZER_WAIT_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The finalizers on `obj` that are not `ours`.
+fn other_finalizers<'a>(obj: &'a DynamicObject, ours: &[&str]) -> Vec<&'a str> {
+    obj.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .filter(|f| !ours.contains(f))
+        .collect()
+}
+
+impl SyncContext {
+    /// `Some` (check again later) while `spec.lifecycle.waitForOtherFinalizers`
+    /// holds the copy: the kcp object has finalizers not the agent's and
+    /// its deletion began less than the timeout ago. Said once per object
+    /// with an Event; a timeout is said with a Warning, and the copy goes.
+    fn wait_for_other_finalizers(
+        &self,
+        key: &ObjectKey,
+        remote: &DynamicObject,
+    ) -> Option<Outcome> {
+        let timeout = self.finalizer_wait?;
+        let others = other_finalizers(remote, &[FINALIZER, self.related_finalizer.as_str()]);
+        let mut waits = self
+            .finalizer_waits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let said = waits.contains(key);
+        let object = || serde_json::to_value(remote).unwrap_or_default();
+        if others.is_empty() {
+            if said {
+                waits.remove(key);
+                info!(%key, "other finalizers gone; deleting the service copy");
+            }
+            return None;
+        }
+        let since = remote.metadata.deletion_timestamp.as_ref()?.0;
+        let waited = k8s_openapi::jiff::Timestamp::now()
+            .duration_since(since)
+            .unsigned_abs();
+        if waited >= timeout {
+            waits.remove(key);
+            drop(waits);
+            let message = format!(
+                "waited {}s (spec.lifecycle.waitForOtherFinalizers.timeout) for finalizers {} \
+                 to be removed; deleting the copy on the service cluster anyway",
+                timeout.as_secs(),
+                others.join(", ")
+            );
+            tracing::warn!(%key, finalizers = ?others, "{message}");
+            self.emit(
+                key,
+                &object(),
+                true,
+                events::FINALIZER_WAIT_TIMED_OUT,
+                message,
+            );
+            return None;
+        }
+        if !said {
+            waits.insert(key.clone());
+            drop(waits);
+            let message = format!(
+                "waiting up to {}s for finalizers {} to be removed before deleting the copy on \
+                 the service cluster (spec.lifecycle.waitForOtherFinalizers)",
+                timeout.as_secs(),
+                others.join(", ")
+            );
+            info!(%key, finalizers = ?others, "waiting for other finalizers");
+            self.emit(
+                key,
+                &object(),
+                false,
+                events::WAITING_FOR_FINALIZERS,
+                message,
+            );
+        }
+        Some(Outcome::Requeue(
+            FINALIZER_WAIT_RECHECK.min(timeout - waited),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_finalizers_leave_out_the_agents_own() {
+        let mut obj = DynamicObject::new(
+            "x",
+            &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                "example.com",
+                "v1",
+                "CronTab",
+            )),
+        );
+        obj.metadata.finalizers = Some(vec![
+            FINALIZER.to_string(),
+            "example.com/backup".to_string(),
+            "cleanup.syncagent.kcp.io/agent-b".to_string(),
+        ]);
+        assert_eq!(
+            other_finalizers(&obj, &[FINALIZER, "cleanup.syncagent.kcp.io/agent-b"]),
+            ["example.com/backup"]
+        );
+        assert_eq!(
+            other_finalizers(&obj, &[FINALIZER, FINALIZER]),
+            ["example.com/backup", "cleanup.syncagent.kcp.io/agent-b"]
+        );
     }
 }
