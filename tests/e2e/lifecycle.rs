@@ -617,3 +617,77 @@ async fn copies_wait_for_other_finalizers_with_a_timeout() {
     })
     .await;
 }
+
+/// A consumer deletes their workspace (api-syncagent #113's scenario), with
+/// the default lifecycle, as upstream: kcp deletes the workspace's objects,
+/// the agent's finalizer holds each until its copy on the service cluster
+/// and its state Secret are deleted, then the workspace disappears. The
+/// namespace the agent created on the service cluster stays (upstream
+/// never deletes namespaces; docs/lifecycle.md).
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_consumer_workspace_deletes_its_copies() {
+    let env = Env::start("lifecycle-ws", crate::binary()).await;
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    let kcp_crontabs = crontabs(&client, "default");
+    create(&kcp_crontabs, crontab("job", "img")).await;
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    let copy_name = default_copy_name("default", "job");
+    eventually("the copy", WAIT, || async {
+        get_opt(&copies, &copy_name).await
+    })
+    .await;
+    let key =
+        syncweave::controller::store::ObjectKey::new(syncweave::controller::store::KeyParts {
+            cluster: consumer.cluster.clone(),
+            namespace: Some("default".into()),
+            name: "job".into(),
+        });
+    let state_name =
+        syncweave::sync::state::StateStore::secret_name(&key, "example.com/v1", "CronTab");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(env.service_client.clone(), AGENT_NAMESPACE);
+    eventually("the state Secret", WAIT, || async {
+        secrets
+            .get_opt(&state_name)
+            .await
+            .map_err(|e| e.to_string())
+    })
+    .await;
+
+    let workspaces = dynamic_api(
+        &kcp().client(&env.org.path).await.unwrap(),
+        &gvk("tenancy.kcp.io", "v1alpha1", "Workspace"),
+        "workspaces",
+        None,
+    );
+    workspaces
+        .delete("consumer", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&copies, &copy_name, "the copy deleted with the workspace").await;
+    eventually("the state Secret deleted", WAIT, || async {
+        let s = secrets
+            .get_opt(&state_name)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(s.is_none().then_some(()))
+    })
+    .await;
+    wait_gone(
+        &workspaces,
+        "consumer",
+        "the consumer workspace gone from kcp",
+    )
+    .await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(env.service_client.clone());
+    assert!(
+        namespaces
+            .get_opt(&consumer.cluster)
+            .await
+            .unwrap()
+            .is_some(),
+        "the service namespace stays (upstream's behaviour)"
+    );
+}
