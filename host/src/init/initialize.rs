@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use tracing::{debug, info};
 
 use super::apply::{self, ApplyError, Created, Discovery, Readiness};
+use super::key::TargetKey;
 use super::status::Finding;
-use super::targets::TargetKey;
 use super::worker::{Phase, TypeWorker, WorkspaceKey};
 use super::{InitError, WAIT_FOR_READY, WAIT_RETRY};
 use crate::apis::kcp::{CLUSTER_ANNOTATION, PATH_ANNOTATION, logical_cluster};

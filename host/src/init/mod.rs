@@ -26,7 +26,9 @@
 //!   task, only on change.
 
 pub mod apply;
+mod cache;
 mod initialize;
+mod key;
 pub mod render;
 pub mod status;
 mod targets;

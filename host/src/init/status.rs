@@ -26,8 +26,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::targets::TargetKey;
-use super::worker::Phase;
+use super::key::Phase;
+use super::key::TargetKey;
 use super::{Shared, inittarget_resource};
 use crate::apis::{InitTargetStatus, WorkspaceEntry, WorkspaceList};
 

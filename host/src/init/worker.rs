@@ -23,8 +23,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::{debug, info, warn};
 
+use super::cache::{InitialSync, TargetCache};
+use super::key::TargetKey;
 use super::status::{Book, Problem, Slot};
-use super::targets::{InitialSync, TargetCache, TargetKey};
 use super::{InitError, Shared, workspacetype_resource};
 use crate::apis::InitTarget;
 use crate::apis::kcp::{CLUSTER_ANNOTATION, logical_cluster};
@@ -51,21 +52,7 @@ impl std::fmt::Display for TypeKey {
     }
 }
 
-/// Which lifecycle hook a workspace waits in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Phase {
-    Initializing,
-    Terminating,
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Phase::Initializing => "Initializing",
-            Phase::Terminating => "Terminating",
-        })
-    }
-}
+pub use super::key::Phase;
 
 impl Phase {
     /// The marker of this phase's virtual-workspace URLs.
