@@ -166,6 +166,12 @@ expect "sync: RBAC for PublishedResources, WasmPlugins, CRDs, namespaces" "$rbac
 expect "sync: state Secrets and Leases in the agent namespace, Events in default" "$rbac" \
   '["secrets"]' '["get", "list", "watch", "create", "update"]' '["leases"]' 'namespace: default' '["events.k8s.io"]'
 refuse "sync: no wildcard RBAC by default" "$rbac" '"*"'
+expect "sync: namespaces may be patched (managedNamespaceMetadata), not deleted by default" "$rbac" \
+  'verbs: ["get", "list", "watch", "create", "patch"]'
+render nsdelete "${upstream[@]}" --set rbac.deleteNamespaces=true &&
+  expect "sync: rbac.deleteNamespaces adds delete on namespaces" "$(doc nsdelete ClusterRole)" \
+    'verbs: ["get", "list", "watch", "create", "patch", "delete"]' ||
+  not_ok "sync: rbac.deleteNamespaces adds delete on namespaces" "$(cat "$work/nsdelete.err")"
 expect "sync: RBAC bound to the ServiceAccount" "$(doc upstream ClusterRoleBinding; doc upstream RoleBinding)" \
   "name: syncweave" "namespace: syncweave"
 

@@ -691,3 +691,224 @@ async fn deleting_a_consumer_workspace_deletes_its_copies() {
         "the service namespace stays (upstream's behaviour)"
     );
 }
+
+/// What the tests of `spec.lifecycle.workspaceDeletion` share: a consumer
+/// (accepting the LogicalCluster claim) with CronTabs `keep` and `single`
+/// synced, `single` then deleted by the consumer (its copy goes, whatever
+/// the policy: only a workspace going away is treated differently).
+struct Leaving {
+    env: Env,
+    consumer: syncweave_tests::kcp::Workspace,
+    copies: Api<DynamicObject>,
+    secrets: Api<k8s_openapi::api::core::v1::Secret>,
+    workspaces: Api<DynamicObject>,
+}
+
+async fn leaving_setup(test: &str, policy: &str) -> Leaving {
+    let env = Env::start(test, crate::binary()).await;
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  lifecycle:\n    workspaceDeletion: {policy}\n"
+    ))
+    .await;
+    env.wait_for_export_claim("core.kcp.io", "logicalclusters")
+        .await;
+    let (consumer, client) = env
+        .consumer_accepting(
+            "consumer",
+            &[("", "events"), ("core.kcp.io", "logicalclusters")],
+        )
+        .await;
+    let kcp_crontabs = crontabs(&client, "default");
+    let copies = crontabs(&env.service_client, &consumer.cluster);
+    for name in ["keep", "single"] {
+        create(&kcp_crontabs, crontab(name, "img")).await;
+        eventually(&format!("the copy of {name}"), WAIT, || async {
+            get_opt(&copies, &default_copy_name("default", name)).await
+        })
+        .await;
+    }
+    kcp_crontabs
+        .delete("single", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(
+        &copies,
+        &default_copy_name("default", "single"),
+        "the copy of an object the consumer deleted",
+    )
+    .await;
+    wait_gone(&kcp_crontabs, "single", "the deleted object").await;
+    let secrets = Api::namespaced(env.service_client.clone(), AGENT_NAMESPACE);
+    let workspaces = dynamic_api(
+        &kcp().client(&env.org.path).await.unwrap(),
+        &gvk("tenancy.kcp.io", "v1alpha1", "Workspace"),
+        "workspaces",
+        None,
+    );
+    Leaving {
+        env,
+        consumer,
+        copies,
+        secrets,
+        workspaces,
+    }
+}
+
+impl Leaving {
+    fn state_name(&self, name: &str) -> String {
+        let key =
+            syncweave::controller::store::ObjectKey::new(syncweave::controller::store::KeyParts {
+                cluster: self.consumer.cluster.clone(),
+                namespace: Some("default".into()),
+                name: name.into(),
+            });
+        syncweave::sync::state::StateStore::secret_name(&key, "example.com/v1", "CronTab")
+    }
+
+    async fn delete_workspace(&self) {
+        self.secrets
+            .get(&self.state_name("keep"))
+            .await
+            .expect("the state of `keep` before the workspace goes");
+        self.workspaces
+            .delete("consumer", &DeleteParams::default())
+            .await
+            .unwrap();
+        wait_gone(
+            &self.workspaces,
+            "consumer",
+            "the consumer workspace gone from kcp",
+        )
+        .await;
+        let state = self.state_name("keep");
+        eventually("the state Secret deleted", WAIT, || async {
+            let s = self
+                .secrets
+                .get_opt(&state)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(s.is_none().then_some(()))
+        })
+        .await;
+    }
+
+    async fn namespace(&self) -> Option<k8s_openapi::api::core::v1::Namespace> {
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(self.env.service_client.clone())
+            .get_opt(&self.consumer.cluster)
+            .await
+            .unwrap()
+    }
+}
+
+/// `workspaceDeletion: Delete` (api-syncagent #113): when the consumer's
+/// workspace is deleted, its copies and state go as by default, and so
+/// does the namespace the agent created for it; the workspace disappears.
+/// Without `delete` on namespaces (the chart's default), that fails
+/// visibly and holds the workspace, until the provider grants it.
+#[tokio::test(flavor = "multi_thread")]
+async fn deleted_workspace_takes_its_namespace_along() {
+    let t = leaving_setup("lifecycle-wsdelete", "Delete").await;
+    let ns = t
+        .namespace()
+        .await
+        .expect("the namespace the agent created");
+    let labels = ns.metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("syncweave.dev/created-for-cluster"),
+        Some(&t.consumer.cluster),
+        "{labels:?}"
+    );
+    t.secrets
+        .get(&t.state_name("keep"))
+        .await
+        .expect("the state of `keep` before the workspace goes");
+    t.workspaces
+        .delete("consumer", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(
+        &t.copies,
+        &default_copy_name("default", "keep"),
+        "the copy deleted with the workspace",
+    )
+    .await;
+    let failing = t
+        .env
+        .wait_for_ready("publish-crontabs", "False", "ObjectsFailing")
+        .await;
+    let msg = failing["message"].as_str().unwrap();
+    assert!(
+        msg.contains("rbac.deleteNamespaces") && msg.contains(&t.consumer.cluster),
+        "{msg}"
+    );
+    assert!(
+        get_opt(&t.workspaces, "consumer").await.unwrap().is_some(),
+        "the workspace waits for the agent"
+    );
+
+    // The provider grants it (what the chart's rbac.deleteNamespaces adds).
+    apply_yaml(
+        &t.env.service_client,
+        &format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: e2e-delete-namespaces}}
+rules:
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: e2e-delete-namespaces}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-delete-namespaces}}
+subjects:
+- {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
+"#
+        ),
+    )
+    .await
+    .unwrap();
+    wait_gone(
+        &t.workspaces,
+        "consumer",
+        "the consumer workspace gone from kcp",
+    )
+    .await;
+    let state = t.state_name("keep");
+    eventually("the state Secret deleted", WAIT, || async {
+        let s = t.secrets.get_opt(&state).await.map_err(|e| e.to_string())?;
+        Ok(s.is_none().then_some(()))
+    })
+    .await;
+    // The harness runs no controller-manager, whose namespace controller
+    // would empty the namespace and remove it: deleted means Terminating.
+    eventually("the namespace deleted", WAIT, || async {
+        Ok(t.namespace()
+            .await
+            .is_none_or(|n| n.metadata.deletion_timestamp.is_some())
+            .then_some(()))
+    })
+    .await;
+}
+
+/// `workspaceDeletion: Orphan`: when the consumer's workspace is deleted,
+/// the copies stay on the service cluster (marked `syncweave.dev/orphaned`)
+/// with their namespace; their state Secrets go; the workspace disappears.
+/// An object the consumer deletes before still takes its copy along.
+#[tokio::test(flavor = "multi_thread")]
+async fn deleted_workspace_leaves_its_copies_when_orphaned() {
+    let t = leaving_setup("lifecycle-wsorphan", "Orphan").await;
+    t.delete_workspace().await;
+    let copy = get_opt(&t.copies, &default_copy_name("default", "keep"))
+        .await
+        .unwrap()
+        .expect("the copy stays after its workspace is gone");
+    let annotations = copy.metadata.annotations.unwrap_or_default();
+    assert!(
+        annotations.contains_key("syncweave.dev/orphaned"),
+        "{annotations:?}"
+    );
+    assert!(t.namespace().await.is_some());
+}

@@ -123,6 +123,24 @@ pub struct LifecycleSpec {
     /// after the deletion began; then the copy is deleted anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_for_other_finalizers: Option<WaitForOtherFinalizers>,
+
+    /// What a consumer's deleted workspace leaves on the service cluster.
+    /// Unset (as upstream): its objects' copies and state Secrets are
+    /// deleted object by object, and the namespaces stay. `Delete`: the
+    /// same, and the namespaces the agent created for the workspace (while
+    /// this was set) are deleted once its last copy is gone. `Orphan`: the
+    /// copies (and their namespaces) stay on the service cluster, annotated
+    /// `syncweave.dev/orphaned`; only the state Secrets are deleted. Needs
+    /// the `core.kcp.io/logicalclusters` permission claim, which the agent
+    /// then adds to the APIExport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_deletion: Option<WorkspaceDeletion>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum WorkspaceDeletion {
+    Delete,
+    Orphan,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -155,13 +173,12 @@ pub enum RelatedFinalizer {
 }
 
 impl PublishedResourceSpec {
-    /// The finalizer this agent (`agent`) puts on kcp-origin related
-    /// objects.
-    pub fn related_finalizer(&self, agent: &str) -> String {
-        match self.lifecycle.as_ref().and_then(|l| l.related_finalizer) {
-            Some(RelatedFinalizer::PerAgent) => format!("cleanup.syncagent.kcp.io/{agent}"),
-            _ => crate::sync::labels::FINALIZER.to_string(),
-        }
+    /// `spec.lifecycle.relatedFinalizer`, defaulted.
+    pub fn related_finalizer(&self) -> RelatedFinalizer {
+        self.lifecycle
+            .as_ref()
+            .and_then(|l| l.related_finalizer)
+            .unwrap_or_default()
     }
 }
 
@@ -848,25 +865,6 @@ spec:
 
     fn spec(yaml: &str) -> PublishedResourceSpec {
         serde_yaml_ng::from_str(yaml).unwrap()
-    }
-
-    #[test]
-    fn related_finalizer_is_shared_unless_per_agent() {
-        let base = "resource: {apiGroup: example.com, kind: CronTab}\n";
-        assert_eq!(
-            spec(base).related_finalizer("agent-b"),
-            "syncagent.kcp.io/cleanup"
-        );
-        let shared = format!("{base}lifecycle: {{relatedFinalizer: Shared}}\n");
-        assert_eq!(
-            spec(&shared).related_finalizer("agent-b"),
-            "syncagent.kcp.io/cleanup"
-        );
-        let own = format!("{base}lifecycle: {{relatedFinalizer: PerAgent}}\n");
-        assert_eq!(
-            spec(&own).related_finalizer("agent-b"),
-            "cleanup.syncagent.kcp.io/agent-b"
-        );
     }
 
     #[test]

@@ -200,10 +200,14 @@ pub fn permission_claims(
     if namespace_filter || !related.is_empty() {
         claims.push(namespaces);
     }
-    if prs
-        .iter()
-        .any(|pr| pr.spec.enable_workspace_paths == Some(true))
-    {
+    if prs.iter().any(|pr| {
+        pr.spec.enable_workspace_paths == Some(true)
+            || pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .is_some_and(|l| l.workspace_deletion.is_some())
+    }) {
         claims.push(Claim::new("core.kcp.io", "logicalclusters"));
     }
     for r in related {

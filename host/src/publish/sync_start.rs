@@ -181,7 +181,10 @@ impl Publisher {
             resync_all: Default::default(),
             resource_filter,
             namespace_filter,
-            related_finalizer: pr.spec.related_finalizer(&self.cfg.agent_name),
+            related_finalizer: crate::sync::labels::related_finalizer(
+                pr.spec.related_finalizer(),
+                &self.cfg.agent_name,
+            ),
             // Validated before the sync starts (unsupported_fields).
             finalizer_wait: pr
                 .spec
@@ -190,6 +193,12 @@ impl Publisher {
                 .and_then(|l| l.wait_for_other_finalizers.as_ref())
                 .map(|w| w.timeout().unwrap_or(crate::apis::FINALIZER_WAIT_DEFAULT)),
             finalizer_waits: Default::default(),
+            workspace_deletion: pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .and_then(|l| l.workspace_deletion),
+            leaving: Default::default(),
             namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
                 crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
             }),

@@ -3,7 +3,8 @@
 //! first (bounded); then related objects in delete mode go, then the copy;
 //! once it is gone, its state, then the finalizer is released.
 
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::json;
 use tracing::info;
 
@@ -11,7 +12,10 @@ use super::context::{Pass, SyncContext};
 use super::error::{REQUEUE_SOON, SyncError, kerr, to_json};
 use super::events;
 use super::labels::FINALIZER;
+use super::labels::REMOTE_CLUSTER_LABEL;
+use super::leaving::{CREATED_BY_LABEL, CREATED_FOR_LABEL, ORPHANED_ANNOTATION};
 use super::ports::Origin;
+use crate::apis::WorkspaceDeletion;
 use crate::controller::runner::Outcome;
 use crate::controller::store::ObjectKey;
 
@@ -39,51 +43,62 @@ impl SyncContext {
         if !has_finalizer {
             return Ok(Outcome::Done);
         }
-        if let Some(outcome) = self.wait_for_other_finalizers(key, remote) {
-            return Ok(outcome);
-        }
-        if let Some(local) = self.find_local(key).await? {
-            // Related objects first, in delete mode (while both primaries
-            // still exist to resolve them).
-            let plugins = self.plugins();
-            if !plugins.related.is_empty() && local.metadata.deletion_timestamp.is_none() {
-                let path = self.workspace_path(&key.cluster).await?;
-                let object = to_json(key, "the kcp object", remote)?;
-                let pass = Pass {
-                    sync: self,
-                    plugins,
-                    key,
-                    origin: Origin::of(key, path.as_deref(), remote),
-                    kcp_api: kcp_api.clone(),
-                    object: &object,
-                };
-                let local_json = to_json(key, "the service copy", &local)?;
-                if let Some(outcome) = super::related::run(&pass, &local_json, true).await? {
-                    return Ok(outcome);
-                }
+        let leaving = self.workspace_leaving(key).await?;
+        if leaving == Some(WorkspaceDeletion::Orphan) {
+            // The workspace goes, the copy stays (related copies too).
+            self.orphan_copy(key).await?;
+        } else {
+            if let Some(outcome) = self.wait_for_other_finalizers(key, remote) {
+                return Ok(outcome);
             }
-            if local.metadata.deletion_timestamp.is_none() {
-                let ns = local.metadata.namespace.as_deref();
-                let name = local.metadata.name.clone().unwrap_or_default();
-                self.local_api(ns)
-                    .delete(&name, &DeleteParams::background())
-                    .await
-                    .map_err(kerr("deleting service copy of", key))?;
-                info!(%key, local = %name, "deleted service copy");
-                if let Ok(v) = serde_json::to_value(remote) {
-                    self.emit(
+            if let Some(local) = self.find_local(key).await? {
+                // Related objects first, in delete mode (while both primaries
+                // still exist to resolve them).
+                let plugins = self.plugins();
+                if !plugins.related.is_empty() && local.metadata.deletion_timestamp.is_none() {
+                    let path = self.workspace_path(&key.cluster).await?;
+                    let object = to_json(key, "the kcp object", remote)?;
+                    let pass = Pass {
+                        sync: self,
+                        plugins,
                         key,
-                        &v,
-                        false,
-                        events::OBJECT_CLEANUP,
-                        format!("deleting the copy {name} on the service cluster"),
-                    );
+                        origin: Origin::of(key, path.as_deref(), remote),
+                        kcp_api: kcp_api.clone(),
+                        object: &object,
+                    };
+                    let local_json = to_json(key, "the service copy", &local)?;
+                    if let Some(outcome) = super::related::run(&pass, &local_json, true).await? {
+                        return Ok(outcome);
+                    }
                 }
+                if local.metadata.deletion_timestamp.is_none() {
+                    let ns = local.metadata.namespace.as_deref();
+                    let name = local.metadata.name.clone().unwrap_or_default();
+                    self.local_api(ns)
+                        .delete(&name, &DeleteParams::background())
+                        .await
+                        .map_err(kerr("deleting service copy of", key))?;
+                    info!(%key, local = %name, "deleted service copy");
+                    if let Ok(v) = serde_json::to_value(remote) {
+                        self.emit(
+                            key,
+                            &v,
+                            false,
+                            events::OBJECT_CLEANUP,
+                            format!("deleting the copy {name} on the service cluster"),
+                        );
+                    }
+                }
+                // Wait until it is really gone before letting kcp delete the object.
+                return Ok(Outcome::Requeue(REQUEUE_SOON));
             }
-            // Wait until it is really gone before letting kcp delete the object.
-            return Ok(Outcome::Requeue(REQUEUE_SOON));
         }
-        // The copy is gone: its state goes first (a crash before the
+        // Before the finalizer goes, so that a failure is retried and shown
+        // (on the object and the PublishedResource), not lost.
+        if leaving == Some(WorkspaceDeletion::Delete) {
+            self.delete_created_namespaces(key).await?;
+        }
+        // The copy is gone (or orphaned): its state goes first (a crash before the
         // finalizer is released leaves nothing behind either).
         self.state
             .delete(key, &self.remote.ar.api_version, &self.remote.ar.kind)
@@ -208,6 +223,130 @@ impl SyncContext {
         Some(Outcome::Requeue(
             FINALIZER_WAIT_RECHECK.min(timeout - waited),
         ))
+    }
+}
+
+impl SyncContext {
+    /// The policy, when set and the workspace of `key` is being deleted.
+    pub(super) async fn workspace_leaving(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<Option<WorkspaceDeletion>, SyncError> {
+        let Some(policy) = self.workspace_deletion else {
+            return Ok(None);
+        };
+        let leaving = match self.leaving.get(&key.cluster) {
+            Some(l) => l,
+            None => {
+                let client = self.kcp_client(&key.cluster)?;
+                let api: Api<DynamicObject> =
+                    Api::all_with(client, &crate::apis::kcp::logical_cluster());
+                let lc = api.get_opt("cluster").await.map_err(|source| SyncError::Kube {
+                    action: "reading the LogicalCluster (for spec.lifecycle.workspaceDeletion) of",
+                    what: format!(
+                        "workspace {}; the consumer's APIBinding must accept the core.kcp.io \
+                         logicalclusters permission claim (until then objects deleted there \
+                         are retried, not deleted or orphaned)",
+                        key.cluster
+                    ),
+                    source,
+                })?;
+                // Gone already: the workspace went.
+                let l = lc.is_none_or(|lc| lc.metadata.deletion_timestamp.is_some());
+                self.leaving.put(&key.cluster, l);
+                l
+            }
+        };
+        Ok(leaving.then_some(policy))
+    }
+
+    /// `Orphan`: the copy of `key` stays, marked; its state goes, and the
+    /// finalizer is released by the caller.
+    pub(super) async fn orphan_copy(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        if let Some(local) = self.find_local(key).await? {
+            let ns = local.metadata.namespace.as_deref();
+            let name = local.metadata.name.clone().unwrap_or_default();
+            let at = k8s_openapi::jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            let patch = json!({"metadata": {"annotations": {ORPHANED_ANNOTATION: at}}});
+            let orphaned = self
+                .local_api(ns)
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(kerr("marking as orphaned the service copy of", key))?;
+            self.copy_written(orphaned);
+            info!(%key, local = %name, "workspace deleted; service copy orphaned (spec.lifecycle.workspaceDeletion: Orphan)");
+        }
+        Ok(())
+    }
+
+    /// `Delete`: once no copy of this PublishedResource for the workspace
+    /// of `key` is left, delete the namespaces the agent created for it
+    /// that hold no copy of this PublishedResource.
+    pub(super) async fn delete_created_namespaces(&self, key: &ObjectKey) -> Result<(), SyncError> {
+        let cluster = key.cluster.as_str();
+        let left = self.copies.list(|o| {
+            o.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(REMOTE_CLUSTER_LABEL))
+                .is_some_and(|c| c == cluster)
+        });
+        if !left.is_empty() {
+            return Ok(());
+        }
+        let api: Api<Namespace> = Api::all(self.service.clone());
+        let selector = format!(
+            "{CREATED_BY_LABEL}={},{CREATED_FOR_LABEL}={cluster}",
+            self.agent_name
+        );
+        let created = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(kerr(
+                "listing the namespaces created for workspace",
+                cluster,
+            ))?;
+        for ns in created.items {
+            let Some(name) = ns.metadata.name else {
+                continue;
+            };
+            if ns.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            // A naming that puts several workspaces in one namespace: it
+            // stays while it holds another workspace's copies.
+            if !self
+                .copies
+                .list(|o| o.metadata.namespace.as_deref() == Some(name.as_str()))
+                .is_empty()
+            {
+                continue;
+            }
+            match api.delete(&name, &DeleteParams::background()).await {
+                Ok(_) => {
+                    info!(namespace = %name, %cluster, "workspace deleted; deleted the namespace created for it (spec.lifecycle.workspaceDeletion: Delete)");
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(source) => {
+                    return Err(SyncError::Kube {
+                        action: "deleting (spec.lifecycle.workspaceDeletion: Delete) namespace",
+                        what: format!(
+                            "{name}, created for the deleted workspace {cluster}; the agent needs \
+                             `delete` on namespaces on the service cluster (chart: \
+                             rbac.deleteNamespaces=true)"
+                        ),
+                        source,
+                    });
+                }
+            }
+            self.namespaces
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&name);
+        }
+        Ok(())
     }
 }
 

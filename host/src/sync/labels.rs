@@ -2,6 +2,15 @@
 //! they are part of the compatibility contract, so never rename them.
 
 pub const FINALIZER: &str = "syncagent.kcp.io/cleanup";
+
+/// The finalizer agent `agent` puts on kcp-origin related objects:
+/// upstream's shared name, or (`relatedFinalizer: PerAgent`) its own.
+pub fn related_finalizer(policy: crate::apis::RelatedFinalizer, agent: &str) -> String {
+    match policy {
+        crate::apis::RelatedFinalizer::PerAgent => format!("cleanup.syncagent.kcp.io/{agent}"),
+        crate::apis::RelatedFinalizer::Shared => FINALIZER.to_string(),
+    }
+}
 pub const AGENT_NAME_LABEL: &str = "syncagent.kcp.io/agent-name";
 pub const REMOTE_CLUSTER_LABEL: &str = "syncagent.kcp.io/remote-object-cluster";
 pub const REMOTE_NAME_HASH_LABEL: &str = "syncagent.kcp.io/remote-object-name-hash";
@@ -49,4 +58,22 @@ pub fn ours(copy: &kube::api::DynamicObject, agent: &str) -> bool {
         .as_ref()
         .and_then(|l| l.get(AGENT_NAME_LABEL))
         .is_none_or(|a| a == agent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::RelatedFinalizer;
+
+    #[test]
+    fn related_finalizer_is_shared_unless_per_agent() {
+        assert_eq!(
+            related_finalizer(RelatedFinalizer::default(), "agent-b"),
+            "syncagent.kcp.io/cleanup"
+        );
+        assert_eq!(
+            related_finalizer(RelatedFinalizer::PerAgent, "agent-b"),
+            "cleanup.syncagent.kcp.io/agent-b"
+        );
+    }
 }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod gojson;
 pub mod labels;
+pub mod leaving;
 pub mod locate;
 pub mod namespace_meta;
 pub mod naming;

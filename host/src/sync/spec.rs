@@ -386,7 +386,22 @@ impl Pass<'_> {
         {
             return Ok(());
         }
-        crate::kube::namespace::ensure(&self.service, ns)
+        // Marked so that `workspaceDeletion: Delete` finds what it created.
+        let labels = match self.sync.workspace_deletion {
+            Some(crate::apis::WorkspaceDeletion::Delete) => [
+                (
+                    super::leaving::CREATED_BY_LABEL.to_string(),
+                    self.sync.agent_name.clone(),
+                ),
+                (
+                    super::leaving::CREATED_FOR_LABEL.to_string(),
+                    self.key.cluster.clone(),
+                ),
+            ]
+            .into(),
+            _ => Default::default(),
+        };
+        crate::kube::namespace::ensure_labelled(&self.service, ns, labels)
             .await
             .map_err(|e| kerr(e.action, ns)(e.source))?;
         self.namespaces
