@@ -1,5 +1,7 @@
-//! The life of objects shared between agents (docs/lifecycle.md): a kcp
-//! object held by the agents of two providers (api-syncagent #172/#117).
+//! The life of objects and workspaces (docs/lifecycle.md): a kcp object
+//! held by the agents of two providers (api-syncagent #172/#117), waiting
+//! for other finalizers (#115), deleted consumer workspaces (#113), and two
+//! agents started under one name.
 
 use std::time::Duration;
 
@@ -911,4 +913,109 @@ async fn deleted_workspace_leaves_its_copies_when_orphaned() {
         "{annotations:?}"
     );
     assert!(t.namespace().await.is_some());
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Two agents given the same `--agent-name` but different jobs (here: other
+/// PublishedResource selectors) share one leader Lease, so one would wait
+/// forever. The standby says so: an error in its log naming both
+/// configurations, and `syncweave_leader_configuration_mismatch 1`. A
+/// replica with the same configuration stands by quietly (metric 0).
+#[tokio::test(flavor = "multi_thread")]
+async fn two_agents_under_one_name_are_reported() {
+    let mut env = Env::prepare("lifecycle-samename", crate::binary()).await;
+    env.start_agent(&[
+        "--enable-leader-election=true",
+        "--published-resource-selector=e2e.syncweave.dev/agent=a",
+    ]);
+    let leases = dynamic_api(
+        &env.service_client,
+        &gvk("coordination.k8s.io", "v1", "Lease"),
+        "leases",
+        Some(AGENT_NAMESPACE),
+    );
+    let lease = eventually(
+        "the Lease stamped with the leader's configuration",
+        WAIT,
+        || async {
+            let l = get_opt(&leases, &format!("syncagent.{AGENT_NAME}")).await?;
+            Ok(l.filter(|l| {
+                str_at(l, "/spec/holderIdentity").is_some_and(|h| !h.is_empty())
+                    && l.metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key("syncweave.dev/configuration"))
+            }))
+        },
+    )
+    .await;
+    let stamp = lease.metadata.annotations.unwrap()["syncweave.dev/configuration"].clone();
+    assert!(stamp.contains("e2e.syncweave.dev/agent=a"), "{stamp}");
+
+    let kcp_kc = env.dir.join("kcp.kubeconfig");
+    let svc_kc = env.dir.join("service.kubeconfig");
+    let standby = |selector: &str, log: &str| {
+        let metrics = free_port();
+        let args = env.agent_args(
+            &kcp_kc,
+            &svc_kc,
+            &[
+                "--enable-leader-election=true",
+                &format!("--published-resource-selector=e2e.syncweave.dev/agent={selector}"),
+                &format!("--metrics-address=127.0.0.1:{metrics}"),
+            ],
+        );
+        let agent = Agent::start(&env.binary, &args, env.dir.join(log)).unwrap();
+        (agent, metrics)
+    };
+    let mismatch = |port: u16| async move {
+        let (_, m) = http_get(port, "/metrics").await?;
+        Ok::<_, String>(
+            m.lines()
+                .find(|l| l.starts_with("syncweave_leader_configuration_mismatch "))
+                .map(str::to_string),
+        )
+    };
+
+    // Another job under the same name.
+    let (other, other_metrics) = standby("b", "agent-other.log");
+    eventually("the mismatch metric on the other agent", WAIT, || async {
+        Ok(mismatch(other_metrics).await?.filter(|l| l.ends_with(" 1")))
+    })
+    .await;
+    let log = other.log();
+    assert!(
+        log.contains("another agent with the same name but another configuration leads")
+            && log.contains("e2e.syncweave.dev/agent=a")
+            && log.contains("e2e.syncweave.dev/agent=b")
+            && log.contains("--agent-name"),
+        "{}",
+        other.log_tail(20)
+    );
+
+    // A true standby: same configuration, no alarm.
+    let (same, same_metrics) = standby("a", "agent-same.log");
+    eventually("the standby's metrics", WAIT, || async {
+        Ok(mismatch(same_metrics).await?.filter(|l| l.ends_with(" 0")))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        mismatch(same_metrics).await.unwrap().as_deref(),
+        Some("syncweave_leader_configuration_mismatch 0")
+    );
+    assert!(
+        !same.log().contains("another configuration"),
+        "{}",
+        same.log_tail(20)
+    );
+    drop(other);
+    drop(same);
 }

@@ -70,6 +70,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         &opts.leader_election_namespace,
         crate::init::LEASE_NAME,
         opts.common.leader_timings()?,
+        None,
         cancel.clone(),
     )
     .await?;

@@ -100,6 +100,10 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         &opts.namespace,
         &lease_name(&opts.agent_name, &kcp),
         opts.common.leader_timings()?,
+        Some(crate::kube::leader::Configuration(format!(
+            "kcp={} apiexportendpointslice={}:{} selector={:?}",
+            kcp.base_url, kcp.slice_workspace, kcp.slice_name, opts.selector
+        ))),
         cancel.clone(),
     )
     .await?;
