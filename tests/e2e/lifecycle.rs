@@ -915,6 +915,44 @@ async fn deleted_workspace_leaves_its_copies_when_orphaned() {
     assert!(t.namespace().await.is_some());
 }
 
+/// Unbinding with `workspaceDeletion: Orphan`: the consumer deletes its
+/// APIBinding (kcp then deletes the bound objects) and keeps the
+/// workspace; the copies stay on the service cluster like after a deleted
+/// workspace, and the binding goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn unbinding_leaves_the_copies_when_orphaned() {
+    let t = leaving_setup("lifecycle-unbind", "Orphan").await;
+    let client = kcp().client(&t.consumer.path).await.unwrap();
+    let bindings = dynamic_api(
+        &client,
+        &gvk("apis.kcp.io", "v1alpha1", "APIBinding"),
+        "apibindings",
+        None,
+    );
+    bindings
+        .delete(EXPORT, &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&bindings, EXPORT, "the APIBinding gone").await;
+    let state = t.state_name("keep");
+    eventually("the state Secret deleted", WAIT, || async {
+        let s = t.secrets.get_opt(&state).await.map_err(|e| e.to_string())?;
+        Ok(s.is_none().then_some(()))
+    })
+    .await;
+    let copy = get_opt(&t.copies, &default_copy_name("default", "keep"))
+        .await
+        .unwrap()
+        .expect("the copy stays after the consumer unbound");
+    assert!(
+        copy.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("syncweave.dev/orphaned")
+    );
+    assert!(get_opt(&t.workspaces, "consumer").await.unwrap().is_some());
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

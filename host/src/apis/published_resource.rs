@@ -124,7 +124,8 @@ pub struct LifecycleSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_for_other_finalizers: Option<WaitForOtherFinalizers>,
 
-    /// What a consumer's deleted workspace leaves on the service cluster.
+    /// What a consumer's deleted workspace (or removed APIBinding) leaves
+    /// on the service cluster.
     /// Unset (as upstream): its objects' copies and state Secrets are
     /// deleted object by object, and the namespaces stay. `Delete`: the
     /// same, and the namespaces the agent created for the workspace (while

@@ -198,7 +198,6 @@ impl Publisher {
                 .lifecycle
                 .as_ref()
                 .and_then(|l| l.workspace_deletion),
-            leaving: Default::default(),
             namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
                 crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
             }),

@@ -73,10 +73,8 @@ pub struct SyncContext {
     pub finalizer_wait: Option<std::time::Duration>,
     /// kcp objects whose copy waits for other finalizers (said once each).
     pub finalizer_waits: std::sync::Mutex<std::collections::HashSet<ObjectKey>>,
-    /// `spec.lifecycle.workspaceDeletion`, and what is known of workspaces
-    /// being deleted.
+    /// `spec.lifecycle.workspaceDeletion`.
     pub workspace_deletion: Option<crate::apis::WorkspaceDeletion>,
-    pub leaving: super::leaving::Leaving,
     /// `spec.managedNamespaceMetadata`.
     pub namespace_metadata: Option<super::namespace_meta::NamespaceMetadata>,
     /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path

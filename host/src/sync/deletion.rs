@@ -235,29 +235,48 @@ impl SyncContext {
         let Some(policy) = self.workspace_deletion else {
             return Ok(None);
         };
-        let leaving = match self.leaving.get(&key.cluster) {
-            Some(l) => l,
-            None => {
-                let client = self.kcp_client(&key.cluster)?;
-                let api: Api<DynamicObject> =
-                    Api::all_with(client, &crate::apis::kcp::logical_cluster());
-                let lc = api.get_opt("cluster").await.map_err(|source| SyncError::Kube {
-                    action: "reading the LogicalCluster (for spec.lifecycle.workspaceDeletion) of",
-                    what: format!(
-                        "workspace {}; the consumer's APIBinding must accept the core.kcp.io \
-                         logicalclusters permission claim (until then objects deleted there \
-                         are retried, not deleted or orphaned)",
-                        key.cluster
-                    ),
-                    source,
-                })?;
-                // Gone already: the workspace went.
-                let l = lc.is_none_or(|lc| lc.metadata.deletion_timestamp.is_some());
-                self.leaving.put(&key.cluster, l);
-                l
-            }
-        };
+        let client = self.kcp_client(&key.cluster)?;
+        let api: Api<DynamicObject> = Api::all_with(client, &crate::apis::kcp::logical_cluster());
+        let lc = api
+            .get_opt("cluster")
+            .await
+            .map_err(|source| SyncError::Kube {
+                action: "reading the LogicalCluster (for spec.lifecycle.workspaceDeletion) of",
+                what: format!(
+                    "workspace {}; the consumer's APIBinding must accept the core.kcp.io \
+                     logicalclusters permission claim (until then objects deleted there \
+                     are retried, not deleted or orphaned)",
+                    key.cluster
+                ),
+                source,
+            })?;
+        // Gone already: the workspace went.
+        let leaving = lc.is_none_or(|lc| lc.metadata.deletion_timestamp.is_some())
+            || self.unbinding(&key.cluster).await;
         Ok(leaving.then_some(policy))
+    }
+
+    /// Whether the workspace `cluster` is removing its APIBinding to this
+    /// agent's APIExport (the consumer unbinds; kcp then deletes the bound
+    /// objects). The export's virtual workspace serves APIBindings
+    /// read-only. When they cannot be read, the workspace counts as not
+    /// unbinding: the LogicalCluster already answered for the workspace.
+    async fn unbinding(&self, cluster: &str) -> bool {
+        let Ok(client) = self.kcp_client(cluster) else {
+            return false;
+        };
+        let api: Api<DynamicObject> = Api::all_with(client, &crate::apis::kcp::apibinding());
+        match api.list(&ListParams::default()).await {
+            Ok(list) => list.items.iter().any(|b| {
+                b.metadata.deletion_timestamp.is_some()
+                    && b.data["spec"]["reference"]["export"]["name"].as_str()
+                        == Some(self.kcp.export_name.as_str())
+            }),
+            Err(e) => {
+                tracing::debug!(%cluster, error = %e, "cannot read the workspace's APIBindings");
+                false
+            }
+        }
     }
 
     /// `Orphan`: the copy of `key` stays, marked; its state goes, and the

@@ -8,10 +8,10 @@
 //! `core.kcp.io/logicalclusters` claim). `Orphan` then leaves the copy on
 //! the service cluster; `Delete` deletes the namespaces the agent created
 //! for the workspace once its last copy is gone (both in
-//! [`super::deletion`]). This module keeps what is known of workspaces.
-
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+//! [`super::deletion`]). Nothing is cached: an answer kept even for
+//! seconds would treat a workspace deleted right after one of its objects
+//! as a single deletion (and a consumer who binds again as leaving), and
+//! the reads happen only on deletions.
 
 /// Label on namespaces the agent created while `workspaceDeletion: Delete`
 /// was set: the agent's name.
@@ -21,64 +21,3 @@ pub const CREATED_BY_LABEL: &str = "syncweave.dev/created-by-agent";
 pub const CREATED_FOR_LABEL: &str = "syncweave.dev/created-for-cluster";
 /// Annotation on a copy left behind by `workspaceDeletion: Orphan`: when.
 pub const ORPHANED_ANNOTATION: &str = "syncweave.dev/orphaned";
-
-/// How long a LogicalCluster seen not deleting is believed: a workspace
-/// being deleted deletes many objects at once, each asking.
-const NOT_LEAVING_FOR: Duration = Duration::from_secs(5);
-/// At most this many workspaces are remembered (deleting ones stay
-/// deleting; the others expire after [`NOT_LEAVING_FOR`]).
-const REMEMBERED: usize = 4096;
-
-/// What the agent knows of workspaces' deletion, per logical cluster.
-#[derive(Default)]
-pub struct Leaving {
-    seen: std::sync::Mutex<HashMap<String, (bool, Instant)>>,
-}
-
-impl Leaving {
-    /// Whether the workspace `cluster` is being deleted, if known.
-    pub fn get(&self, cluster: &str) -> Option<bool> {
-        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        match seen.get(cluster) {
-            Some((true, _)) => Some(true),
-            Some((false, at)) if at.elapsed() < NOT_LEAVING_FOR => Some(false),
-            _ => None,
-        }
-    }
-
-    /// Remember what the LogicalCluster of `cluster` said.
-    pub fn put(&self, cluster: &str, leaving: bool) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.len() >= REMEMBERED {
-            seen.retain(|_, (l, at)| !*l && at.elapsed() < NOT_LEAVING_FOR);
-            if seen.len() >= REMEMBERED {
-                seen.clear();
-            }
-        }
-        seen.insert(cluster.to_string(), (leaving, Instant::now()));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deleting_workspaces_stay_deleting_others_expire() {
-        let l = Leaving::default();
-        assert_eq!(l.get("a"), None);
-        l.put("a", true);
-        l.put("b", false);
-        assert_eq!(l.get("a"), Some(true));
-        assert_eq!(l.get("b"), Some(false));
-    }
-
-    #[test]
-    fn memory_is_bounded() {
-        let l = Leaving::default();
-        for i in 0..(REMEMBERED * 2) {
-            l.put(&format!("c{i}"), true);
-        }
-        assert!(l.seen.lock().unwrap().len() <= REMEMBERED);
-    }
-}
