@@ -545,6 +545,72 @@ async fn init_terminator_runs_steps_then_lets_go() {
     );
 }
 
+/// A termination step computed per workspace: `delete.template` renders
+/// the InitTemplate `tenant` with the InitTarget's renderer (the built-in
+/// Go-template plugin) for the workspace, and deletes what it renders in
+/// reverse order: the ClusterRole first, then the held ConfigMap (waited
+/// for), then the Namespace; then the terminator goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn init_termination_step_rendered_from_a_template() {
+    let mut env = InitEnv::start_with(
+        "init-term-tpl",
+        json!({"initializer": true, "terminator": true}),
+    )
+    .await;
+    env.template("tenant", TENANT).await;
+    let path = env.org.path.clone();
+    env.target_with(
+        "init-tpl",
+        &path,
+        &["tenant"],
+        json!({"termination": [{"delete": {"template": {"name": "tenant"}}}]}),
+    )
+    .await;
+    env.start_agent(&[]);
+    env.create_typed_workspace("rendered").await;
+    let ws = env.wait_initialized("rendered").await;
+    env.workspaces()
+        .delete("rendered", &Default::default())
+        .await
+        .unwrap();
+    let vw = env.vw_url("/terminatingworkspaces/").await;
+    let inside = env.vw_client(&vw, &ws.cluster).await;
+    let roles = dynamic_api(
+        &inside,
+        &gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        "clusterroles",
+        None,
+    );
+    eventually("the rendered ClusterRole deleted", WAIT, || async {
+        Ok(get_opt(&roles, "tenant-reader")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    let e = eventually(
+        "the step waiting for the rendered ConfigMap",
+        WAIT,
+        || async {
+            let s = env.target_status("init-tpl").await?;
+            Ok(entry(&s, "waiting", &ws.cluster)
+                .filter(|e| e["phase"] == "Terminating")
+                .cloned())
+        },
+    )
+    .await;
+    let msg = e["message"].as_str().unwrap();
+    assert!(
+        msg.contains("spec.termination[0]") && msg.contains("ConfigMap tenant/held"),
+        "{msg}"
+    );
+    let (phase, _, terminators) = env.lifecycle("rendered").await.unwrap();
+    assert_eq!(phase, "Terminating");
+    assert!(terminators.contains(&env.initializer()), "{terminators:?}");
+    release_held(&env, &ws.cluster).await;
+    wait_workspace_gone(&env, "rendered").await;
+}
+
 /// The LogicalCluster's `Terminator/<terminator>` condition, as the
 /// terminating virtual workspace shows it.
 async fn terminator_condition(env: &InitEnv, cluster: &str) -> Result<Option<Value>, String> {
