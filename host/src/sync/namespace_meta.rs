@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::{Value, json};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use serde_json::json;
 use tracing::{debug, info};
 
 use crate::apis::published_resource::ManagedNamespaceMetadata;
@@ -33,14 +33,14 @@ impl Meta {
         self.labels.is_empty() && self.annotations.is_empty()
     }
 
-    /// Whether `ns` (a Namespace as JSON) carries every key of `self` with
-    /// its value.
-    fn carried_by(&self, ns: &Value) -> bool {
-        let has = |field: &str, m: &BTreeMap<String, String>| {
-            m.iter()
-                .all(|(k, v)| ns["metadata"][field][k].as_str() == Some(v.as_str()))
+    /// Whether a Namespace with metadata `ns` carries every key of `self`
+    /// with its value.
+    fn carried_by(&self, ns: &ObjectMeta) -> bool {
+        let has = |theirs: &Option<BTreeMap<String, String>>, ours: &BTreeMap<String, String>| {
+            ours.iter()
+                .all(|(k, v)| theirs.as_ref().and_then(|t| t.get(k)) == Some(v))
         };
-        has("labels", &self.labels) && has("annotations", &self.annotations)
+        has(&ns.labels, &self.labels) && has(&ns.annotations, &self.annotations)
     }
 }
 
@@ -91,24 +91,23 @@ impl NamespaceMetadata {
             })
     }
 
-    /// The keys of the consumer Namespace `ns` (JSON) that are copied.
-    pub fn copied_from(&self, ns: &Value) -> Meta {
+    /// The keys of a consumer Namespace with metadata `ns` that are copied.
+    pub fn copied_from(&self, ns: &ObjectMeta) -> Meta {
         let Some(c) = &self.config.from_consumer_namespace else {
             return Meta::default();
         };
-        let pick = |field: &str, patterns: &Option<Vec<String>>| -> BTreeMap<String, String> {
+        let pick = |theirs: &Option<BTreeMap<String, String>>, patterns: &Option<Vec<String>>| {
             let patterns = patterns.as_deref().unwrap_or_default();
-            ns["metadata"][field]
-                .as_object()
-                .into_iter()
+            theirs
+                .iter()
                 .flatten()
                 .filter(|(k, _)| selected(patterns, k))
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
         Meta {
-            labels: pick("labels", &c.labels),
-            annotations: pick("annotations", &c.annotations),
+            labels: pick(&ns.labels, &c.labels),
+            annotations: pick(&ns.annotations, &c.annotations),
         }
     }
 
@@ -161,7 +160,12 @@ impl NamespaceMetadata {
     /// Whether `namespace` must be written: its desired keys changed since
     /// the last apply, or the namespace (from the cache, when it has it)
     /// lost or changed one of them.
-    pub fn needs_apply(&self, namespace: &str, desired: &Meta, current: Option<&Value>) -> bool {
+    pub fn needs_apply(
+        &self,
+        namespace: &str,
+        desired: &Meta,
+        current: Option<&ObjectMeta>,
+    ) -> bool {
         let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
         applied.get(namespace) != Some(desired) || current.is_some_and(|c| !desired.carried_by(c))
     }
@@ -214,6 +218,11 @@ mod tests {
         })
     }
 
+    /// The metadata of a Namespace written as JSON.
+    fn meta_of(ns: serde_json::Value) -> ObjectMeta {
+        serde_json::from_value(ns["metadata"].clone()).unwrap()
+    }
+
     fn config() -> ManagedNamespaceMetadata {
         ManagedNamespaceMetadata {
             labels: Some(BTreeMap::from([("team".into(), "provider".into())])),
@@ -232,7 +241,7 @@ mod tests {
             "labels": {"team": "a", "example.com/tier": "gold", "other": "x", "kcp.io/cluster": "c1"},
             "annotations": {"services.k8s.aws/owner-account-id": "123", "note": "n"},
         }});
-        let c = m.copied_from(&ns);
+        let c = m.copied_from(&meta_of(ns));
         assert_eq!(
             c.labels,
             BTreeMap::from([
@@ -276,9 +285,9 @@ mod tests {
         assert!(m.needs_apply("svc", &d, None));
         m.applied.lock().unwrap().insert("svc".into(), d.clone());
         assert!(!m.needs_apply("svc", &d, None));
-        let carried = json!({"metadata": {"labels": {"team": "provider", "mine": "x"}}});
+        let carried = meta_of(json!({"metadata": {"labels": {"team": "provider", "mine": "x"}}}));
         assert!(!m.needs_apply("svc", &d, Some(&carried)));
-        let drifted = json!({"metadata": {"labels": {"team": "someone-else"}}});
+        let drifted = meta_of(json!({"metadata": {"labels": {"team": "someone-else"}}}));
         assert!(m.needs_apply("svc", &d, Some(&drifted)));
     }
 }

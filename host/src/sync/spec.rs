@@ -349,8 +349,7 @@ impl Pass<'_> {
                         source,
                     })?;
                     consumer
-                        .and_then(|n| serde_json::to_value(n).ok())
-                        .map(|v| m.copied_from(&v))
+                        .map(|n| m.copied_from(&n.metadata))
                         .unwrap_or_default()
                 }
                 None => Default::default(),
@@ -363,9 +362,8 @@ impl Pass<'_> {
             .namespaces_api(true, "")?
             .get("", ns)
             .await
-            .map_err(kerr("reading namespace", ns))?
-            .and_then(|n| serde_json::to_value(n).ok());
-        if m.needs_apply(ns, &desired, current.as_ref()) {
+            .map_err(kerr("reading namespace", ns))?;
+        if m.needs_apply(ns, &desired, current.as_ref().map(|n| &n.metadata)) {
             m.apply(&self.service, ns, &desired)
                 .await
                 .map_err(|source| SyncError::NamespaceMetadata {
