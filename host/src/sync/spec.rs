@@ -388,11 +388,11 @@ impl Pass<'_> {
         let labels = match self.sync.workspace_deletion {
             Some(crate::apis::WorkspaceDeletion::Delete) => [
                 (
-                    super::leaving::CREATED_BY_LABEL.to_string(),
+                    super::labels::CREATED_BY_LABEL.to_string(),
                     self.sync.agent_name.clone(),
                 ),
                 (
-                    super::leaving::CREATED_FOR_LABEL.to_string(),
+                    super::labels::CREATED_FOR_LABEL.to_string(),
                     self.key.cluster.clone(),
                 ),
             ]
