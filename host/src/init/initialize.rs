@@ -78,22 +78,79 @@ impl Workspace {
     }
 }
 
+/// A workspace's LogicalCluster as a hook's virtual workspace shows it,
+/// with the client and the API it was read through.
+pub(super) struct Hooked {
+    pub client: kube::Client,
+    pub lcs: Api<DynamicObject>,
+    pub lc: DynamicObject,
+}
+
 impl TypeWorker {
-    pub(super) async fn initialize(&self, key: &WorkspaceKey) -> Result<Outcome, InitError> {
-        if !self.is_known(key) {
-            return Ok(Outcome::Gone);
-        }
-        let initializer = self.ty.to_string();
+    /// The LogicalCluster of `key` through its phase's virtual workspace;
+    /// `None` once it is gone.
+    pub(super) async fn logical_cluster_of(
+        &self,
+        key: &WorkspaceKey,
+    ) -> Result<Option<Hooked>, InitError> {
         let client = self.cluster_client(key)?;
         let lcs: Api<DynamicObject> = Api::all_with(client.clone(), &logical_cluster());
-        let Some(lc) = lcs
+        let lc = lcs
             .get_opt(LOGICAL_CLUSTER)
             .await
             .map_err(InitError::kube(format!(
                 "reading the LogicalCluster of workspace {}",
                 key.cluster
-            )))?
-        else {
+            )))?;
+        Ok(lc.map(|lc| Hooked { client, lcs, lc }))
+    }
+
+    /// The workspace `ws` is done with us in `phase`: remove `ours` from
+    /// its LogicalCluster's initializers or terminators (`current` as
+    /// read), and count it for the InitTargets `keys`.
+    pub(super) async fn remove_hook(
+        &self,
+        lcs: &Api<DynamicObject>,
+        phase: Phase,
+        current: &[String],
+        ours: &str,
+        keys: &[TargetKey],
+        ws: &Workspace,
+    ) -> Result<(), InitError> {
+        let hook = phase.hook();
+        lcs.patch_status(
+            LOGICAL_CLUSTER,
+            &PatchParams::default(),
+            &Patch::Merge(&removal_patch(&format!("{hook}s"), current, ours)),
+        )
+        .await
+        .map_err(InitError::kube(format!(
+            "removing {hook} {ours} from workspace {}",
+            ws.cluster
+        )))?;
+        self.book.completed(keys, phase, &ws.cluster);
+        let targets: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+        let path = ws.path.as_deref().unwrap_or("");
+        match phase {
+            // Upstream init-agent's words.
+            Phase::Initializing => info!(
+                workspace_type = %self.ty, init_targets = ?targets, cluster = %ws.cluster,
+                path, initializer = %ours, "Cluster successfully initialized"
+            ),
+            Phase::Terminating => info!(
+                workspace_type = %self.ty, init_targets = ?targets, cluster = %ws.cluster,
+                path, terminator = %ours, "workspace terminated; terminator removed"
+            ),
+        }
+        Ok(())
+    }
+
+    pub(super) async fn initialize(&self, key: &WorkspaceKey) -> Result<Outcome, InitError> {
+        if !self.is_known(key) {
+            return Ok(Outcome::Gone);
+        }
+        let initializer = self.ty.to_string();
+        let Some(Hooked { client, lcs, lc }) = self.logical_cluster_of(key).await? else {
             return Ok(Outcome::Done);
         };
         let initializers = status_list(&lc, "initializers");
@@ -141,26 +198,16 @@ impl TypeWorker {
             return Ok(Outcome::Requeue(WAIT_RETRY));
         }
 
-        lcs.patch_status(
-            LOGICAL_CLUSTER,
-            &PatchParams::default(),
-            &Patch::Merge(&removal_patch("initializers", &initializers, &initializer)),
-        )
-        .await
-        .map_err(InitError::kube(format!(
-            "removing initializer {initializer} from workspace {}",
-            ws.cluster
-        )))?;
         let keys: Vec<TargetKey> = members.into_iter().map(|(k, _)| k).collect();
-        self.book.completed(&keys, Phase::Initializing, &ws.cluster);
-        info!(
-            workspace_type = %self.ty,
-            init_targets = ?keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(),
-            cluster = %ws.cluster,
-            path = ws.path.as_deref().unwrap_or(""),
-            %initializer,
-            "Cluster successfully initialized"
-        );
+        self.remove_hook(
+            &lcs,
+            Phase::Initializing,
+            &initializers,
+            &initializer,
+            &keys,
+            &ws,
+        )
+        .await?;
         Ok(Outcome::Done)
     }
 

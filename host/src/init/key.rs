@@ -45,6 +45,17 @@ pub enum Phase {
     Terminating,
 }
 
+impl Phase {
+    /// What kcp calls the entry a workspace waits on in this phase (its
+    /// LogicalCluster lists them in `status.<hook>s`).
+    pub fn hook(self) -> &'static str {
+        match self {
+            Phase::Initializing => "initializer",
+            Phase::Terminating => "terminator",
+        }
+    }
+}
+
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

@@ -19,15 +19,14 @@
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tracing::{debug, info};
+use tracing::debug;
 
 use super::InitError;
 use super::apply::{self, Discovery, Selection};
-use super::initialize::{LOGICAL_CLUSTER, Workspace, removal_patch, status_list};
+use super::initialize::{Hooked, LOGICAL_CLUSTER, Workspace, status_list};
 use super::key::TargetKey;
 use super::status::Finding;
 use super::worker::{Phase, TypeWorker, WorkspaceKey};
-use crate::apis::kcp::logical_cluster;
 use crate::apis::{InitTarget, TerminationStep};
 use crate::controller::runner::Outcome;
 
@@ -45,16 +44,7 @@ impl TypeWorker {
             return Ok(Outcome::Gone);
         }
         let terminator = self.ty.to_string();
-        let client = self.cluster_client(key)?;
-        let lcs: Api<DynamicObject> = Api::all_with(client.clone(), &logical_cluster());
-        let Some(lc) = lcs
-            .get_opt(LOGICAL_CLUSTER)
-            .await
-            .map_err(InitError::kube(format!(
-                "reading the LogicalCluster of workspace {}",
-                key.cluster
-            )))?
-        else {
+        let Some(Hooked { client, lcs, lc }) = self.logical_cluster_of(key).await? else {
             return Ok(Outcome::Done);
         };
         let terminators = status_list(&lc, "terminators");
@@ -116,27 +106,17 @@ impl TypeWorker {
             }));
         }
 
-        lcs.patch_status(
-            LOGICAL_CLUSTER,
-            &PatchParams::default(),
-            &Patch::Merge(&removal_patch("terminators", &terminators, &terminator)),
-        )
-        .await
-        .map_err(InitError::kube(format!(
-            "removing terminator {terminator} from workspace {}",
-            ws.cluster
-        )))?;
         let keys: Vec<TargetKey> = members.into_iter().map(|(k, _)| k).collect();
+        self.remove_hook(
+            &lcs,
+            Phase::Terminating,
+            &terminators,
+            &terminator,
+            &keys,
+            &ws,
+        )
+        .await?;
         self.state().steps.retain(|(c, _, _), _| *c != ws.cluster);
-        self.book.completed(&keys, Phase::Terminating, &ws.cluster);
-        info!(
-            workspace_type = %self.ty,
-            init_targets = ?keys.iter().map(|k| k.name.as_str()).collect::<Vec<_>>(),
-            cluster = %ws.cluster,
-            path = ws.path.as_deref().unwrap_or(""),
-            %terminator,
-            "workspace terminated; terminator removed"
-        );
         Ok(Outcome::Done)
     }
 
