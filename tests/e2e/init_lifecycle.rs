@@ -427,6 +427,54 @@ async fn release_held(env: &InitEnv, cluster: &str) {
     .expect("remove the finalizer");
 }
 
+/// Delete workspace `name` (logical cluster `cluster`) of the tenant
+/// template and wait until its termination has deleted the ClusterRole
+/// `tenant-reader` and waits, in InitTarget `target`'s status, for the
+/// held ConfigMap, with the workspace still Terminating under our
+/// terminator. The terminating virtual workspace's client for it, and the
+/// waiting entry.
+async fn terminate_until_held(
+    env: &InitEnv,
+    name: &str,
+    cluster: &str,
+    target: &str,
+) -> (kube::Client, Value) {
+    env.workspaces()
+        .delete(name, &Default::default())
+        .await
+        .unwrap();
+    let vw = env.vw_url("/terminatingworkspaces/").await;
+    let inside = env.vw_client(&vw, cluster).await;
+    let roles = dynamic_api(
+        &inside,
+        &gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+        "clusterroles",
+        None,
+    );
+    eventually("the ClusterRole deleted by a step", WAIT, || async {
+        Ok(get_opt(&roles, "tenant-reader")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    let e = eventually(
+        "a step waiting in the InitTarget's status",
+        WAIT,
+        || async {
+            let s = env.target_status(target).await?;
+            Ok(entry(&s, "waiting", cluster)
+                .filter(|e| e["phase"] == "Terminating")
+                .cloned())
+        },
+    )
+    .await;
+    let (phase, _, terminators) = env.lifecycle(name).await.unwrap();
+    assert_eq!(phase, "Terminating");
+    assert!(terminators.contains(&env.initializer()), "{terminators:?}");
+    (inside, e)
+}
+
 /// Wait until Workspace `name` is gone.
 async fn wait_workspace_gone(env: &InitEnv, name: &str) {
     let api = env.workspaces();
@@ -486,47 +534,15 @@ async fn init_terminator_runs_steps_then_lets_go() {
         .await
         .expect("the template's ClusterRole");
 
-    env.workspaces()
-        .delete("doomed", &Default::default())
-        .await
-        .unwrap();
-    let vw = env.vw_url("/terminatingworkspaces/").await;
-    let inside = env.vw_client(&vw, &ws.cluster).await;
-    let roles = dynamic_api(
-        &inside,
-        &gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-        "clusterroles",
-        None,
-    );
-    eventually("step 0 to delete the ClusterRole", WAIT, || async {
-        Ok(get_opt(&roles, "tenant-reader")
-            .await?
-            .is_none()
-            .then_some(()))
-    })
-    .await;
-    // Step 1 waits for the held ConfigMap; the terminator holds the
-    // workspace meanwhile.
-    let e = eventually(
-        "step 1 waiting in the InitTarget's status",
-        WAIT,
-        || async {
-            let s = env.target_status("init-term").await?;
-            Ok(entry(&s, "waiting", &ws.cluster)
-                .filter(|e| e["phase"] == "Terminating")
-                .cloned())
-        },
-    )
-    .await;
+    // Step 0 deletes the ClusterRole; step 1 waits for the held ConfigMap,
+    // and the terminator holds the workspace meanwhile.
+    let (inside, e) = terminate_until_held(&env, "doomed", &ws.cluster, "init-term").await;
     assert_eq!(e["reason"], "TerminationInProgress", "{e}");
     let msg = e["message"].as_str().unwrap();
     assert!(
         msg.contains("ConfigMap tenant/held") && msg.contains("example.com/hold"),
         "{msg}"
     );
-    let (phase, _, terminators) = env.lifecycle("doomed").await.unwrap();
-    assert_eq!(phase, "Terminating");
-    assert!(terminators.contains(&env.initializer()), "{terminators:?}");
     configmap(&inside, "tenant", "held").await;
 
     release_held(&env, &ws.cluster).await;
@@ -569,44 +585,12 @@ async fn init_termination_step_rendered_from_a_template() {
     env.start_agent(&[]);
     env.create_typed_workspace("rendered").await;
     let ws = env.wait_initialized("rendered").await;
-    env.workspaces()
-        .delete("rendered", &Default::default())
-        .await
-        .unwrap();
-    let vw = env.vw_url("/terminatingworkspaces/").await;
-    let inside = env.vw_client(&vw, &ws.cluster).await;
-    let roles = dynamic_api(
-        &inside,
-        &gvk("rbac.authorization.k8s.io", "v1", "ClusterRole"),
-        "clusterroles",
-        None,
-    );
-    eventually("the rendered ClusterRole deleted", WAIT, || async {
-        Ok(get_opt(&roles, "tenant-reader")
-            .await?
-            .is_none()
-            .then_some(()))
-    })
-    .await;
-    let e = eventually(
-        "the step waiting for the rendered ConfigMap",
-        WAIT,
-        || async {
-            let s = env.target_status("init-tpl").await?;
-            Ok(entry(&s, "waiting", &ws.cluster)
-                .filter(|e| e["phase"] == "Terminating")
-                .cloned())
-        },
-    )
-    .await;
+    let (_, e) = terminate_until_held(&env, "rendered", &ws.cluster, "init-tpl").await;
     let msg = e["message"].as_str().unwrap();
     assert!(
         msg.contains("spec.termination[0]") && msg.contains("ConfigMap tenant/held"),
         "{msg}"
     );
-    let (phase, _, terminators) = env.lifecycle("rendered").await.unwrap();
-    assert_eq!(phase, "Terminating");
-    assert!(terminators.contains(&env.initializer()), "{terminators:?}");
     release_held(&env, &ws.cluster).await;
     wait_workspace_gone(&env, "rendered").await;
 }

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject};
 use serde_json::json;
 use syncweave::sync::labels::FINALIZER;
@@ -14,160 +13,8 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// A namespaced CRD with free-form spec and status (status subresource).
-fn crd(group: &str, kind: &str, plural: &str) -> String {
-    let singular = kind.to_lowercase();
-    format!(
-        r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: {plural}.{group}}}
-spec:
-  group: {group}
-  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {{status: {{}}}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#
-    )
-}
-
-/// Give the chart's ServiceAccount on the service cluster full access to
-/// `group`/`resources`, as a provider does for its own published types
-/// (the chart's `rbac.publishedResources`).
-async fn grant_service_access(env: &Env, group: &str, resources: &[&str]) {
-    let name = format!("e2e-lifecycle-{}", group.replace('.', "-"));
-    apply_yaml(
-        &env.service_client,
-        &format!(
-            r#"
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: {name}}}
-rules:
-- apiGroups: ["{group}"]
-  resources: {resources:?}
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: {name}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
-subjects:
-- {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
-"#
-        ),
-    )
-    .await
-    .expect("RBAC for the test's own published types");
-}
-
-/// Bind the export `export` of workspace `export_path` under the binding
-/// name `binding`, accepting `claims` ((group, resource, identity hash)),
-/// and wait until `served` ((group, version, plural)) is served.
-async fn bind(
-    client: &Client,
-    binding: &str,
-    export_path: &str,
-    export: &str,
-    claims: &[(&str, &str, &str)],
-    served: (&str, &str, &str),
-) {
-    apply(
-        client,
-        &json!({
-            "apiVersion": "apis.kcp.io/v1alpha1",
-            "kind": "APIBinding",
-            "metadata": {"name": binding},
-            "spec": {
-                "reference": {"export": {"path": export_path, "name": export}},
-                "permissionClaims": claims.iter().map(|(g, r, h)| {
-                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
-                    if !h.is_empty() {
-                        c["identityHash"] = json!(h);
-                    }
-                    c
-                }).collect::<Vec<_>>(),
-            },
-        }),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("APIBinding {binding}: {e:#}"));
-    let (group, version, plural) = served;
-    let api = dynamic_api(client, &gvk(group, version, ""), plural, Some("default"));
-    eventually(&format!("{plural}.{group} served"), WAIT, || async {
-        api.list(&Default::default())
-            .await
-            .map(|_| Some(()))
-            .map_err(|e| e.to_string())
-    })
-    .await;
-}
-
-/// The `status.identityHash` of APIExport `name` in `workspace`.
-async fn export_identity(kcp: &Kcp, workspace: &str, name: &str) -> String {
-    let exports = dynamic_api(
-        &kcp.client(workspace).await.unwrap(),
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    eventually(
-        &format!("the identity hash of APIExport {name}"),
-        WAIT,
-        || async {
-            let e = get_opt(&exports, name).await?;
-            Ok(e.and_then(|e| {
-                str_at(&e, "/status/identityHash")
-                    .filter(|h| !h.is_empty())
-                    .map(str::to_string)
-            }))
-        },
-    )
-    .await
-}
-
-/// Wait until the export in `workspace` claims `resource`.
-async fn wait_for_claim(kcp: &Kcp, workspace: &str, resource: &str) {
-    let exports = dynamic_api(
-        &kcp.client(workspace).await.unwrap(),
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    eventually(
-        &format!("the {resource} claim of {workspace}'s export"),
-        WAIT,
-        || async {
-            let e = get_opt(&exports, EXPORT).await?;
-            Ok(e.filter(|e| {
-                e.data["spec"]["permissionClaims"]
-                    .as_array()
-                    .is_some_and(|cs| cs.iter().any(|c| c["resource"] == resource))
-            }))
-        },
-    )
-    .await;
-}
-
 fn finalizers(obj: &DynamicObject) -> Vec<String> {
     obj.metadata.finalizers.clone().unwrap_or_default()
-}
-
-async fn wait_gone(api: &Api<DynamicObject>, name: &str, what: &str) {
-    eventually(what, WAIT, || async {
-        Ok(get_opt(api, name).await?.is_none().then_some(()))
-    })
-    .await
 }
 
 /// The command line of a second agent (`name`, selecting the
@@ -179,28 +26,14 @@ fn second_agent_args(
     name: &str,
     selector: &str,
 ) -> Vec<String> {
-    [
-        "sync",
-        "--kcp-kubeconfig",
-        kcp_kc.to_str().unwrap(),
-        "--kubeconfig",
-        env.dir.join("service.kubeconfig").to_str().unwrap(),
-        "--namespace",
-        AGENT_NAMESPACE,
-        "--apiexportendpointslice-ref",
-        EXPORT,
-        "--agent-name",
+    env.agent_args_named(
+        kcp_kc,
+        &env.dir.join("service.kubeconfig"),
         name,
-        &format!("--published-resource-selector=e2e.syncweave.dev/agent={selector}"),
-        "--metrics-address",
-        "0",
-        "--log-format",
-        "Console",
-        "--log-debug",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+        &[&format!(
+            "--published-resource-selector=e2e.syncweave.dev/agent={selector}"
+        )],
+    )
 }
 
 /// Stop `agent` (SIGTERM) and wait until its process is gone.
@@ -237,10 +70,13 @@ async fn agents_of_two_providers_share_a_kcp_object() {
         ("net.example.com", "Network", "networks"),
         ("compute.example.com", "VirtualMachine", "virtualmachines"),
     ] {
-        apply_crds(&env.service_client, &crd(group, kind, plural))
-            .await
-            .expect("CRD");
-        grant_service_access(&env, group, &[plural]).await;
+        apply_crds(
+            &env.service_client,
+            &free_form_crd(group, kind, plural, true),
+        )
+        .await
+        .expect("CRD");
+        grant_agent_access(&env, group, &[plural]).await;
     }
     apply_crds(&env.service_client, NOTE_CRD)
         .await
@@ -259,7 +95,7 @@ spec:
     )
     .await;
     env.wait_for_schema("publish-networks").await;
-    let identity_a = export_identity(kcp, &env.provider.path, EXPORT).await;
+    let identity_a = export_identity(&env.apiexports().await, EXPORT).await;
 
     // Provider B: its own workspace, export and agent; VirtualMachines whose
     // Network (in kcp, of A's export) is copied down as a Note.
@@ -304,7 +140,13 @@ spec:
         env.dir.join("agent-b.log"),
     )
     .unwrap();
-    wait_for_claim(kcp, &provider_b.path, "networks").await;
+    wait_for_claim(
+        &apiexports_of(&provider_b_client),
+        EXPORT,
+        "net.example.com",
+        "networks",
+    )
+    .await;
 
     // The consumer binds both providers' exports.
     let ws = kcp
@@ -488,31 +330,6 @@ spec:
     let _ = log_a;
 }
 
-/// The Events about `name` in the consumer's namespace `default`:
-/// (reason, type, message).
-async fn events_about(
-    client: &Client,
-    name: &str,
-) -> Result<Vec<(String, String, String)>, String> {
-    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
-    let list = events
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| {
-            (
-                e.reason.unwrap_or_default(),
-                e.type_.unwrap_or_default(),
-                e.message.unwrap_or_default(),
-            )
-        })
-        .collect())
-}
-
 /// api-syncagent #115: `spec.lifecycle.waitForOtherFinalizers`. A kcp
 /// object deleted while another controller's finalizer is on it keeps its
 /// copy until that finalizer goes (an Event says so); a finalizer that
@@ -620,6 +437,17 @@ async fn copies_wait_for_other_finalizers_with_a_timeout() {
     .await;
 }
 
+/// The state Secret of CronTab `default/name` of workspace `cluster`.
+fn state_name(cluster: &str, name: &str) -> String {
+    let key =
+        syncweave::controller::store::ObjectKey::new(syncweave::controller::store::KeyParts {
+            cluster: cluster.to_string(),
+            namespace: Some("default".into()),
+            name: name.into(),
+        });
+    syncweave::sync::state::StateStore::secret_name(&key, "example.com/v1", "CronTab")
+}
+
 /// A consumer deletes their workspace (api-syncagent #113's scenario), with
 /// the default lifecycle, as upstream: kcp deletes the workspace's objects,
 /// the agent's finalizer holds each until its copy on the service cluster
@@ -639,14 +467,7 @@ async fn deleting_a_consumer_workspace_deletes_its_copies() {
         get_opt(&copies, &copy_name).await
     })
     .await;
-    let key =
-        syncweave::controller::store::ObjectKey::new(syncweave::controller::store::KeyParts {
-            cluster: consumer.cluster.clone(),
-            namespace: Some("default".into()),
-            name: "job".into(),
-        });
-    let state_name =
-        syncweave::sync::state::StateStore::secret_name(&key, "example.com/v1", "CronTab");
+    let state_name = state_name(&consumer.cluster, "job");
     let secrets: Api<k8s_openapi::api::core::v1::Secret> =
         Api::namespaced(env.service_client.clone(), AGENT_NAMESPACE);
     eventually("the state Secret", WAIT, || async {
@@ -668,14 +489,7 @@ async fn deleting_a_consumer_workspace_deletes_its_copies() {
         .await
         .unwrap();
     wait_gone(&copies, &copy_name, "the copy deleted with the workspace").await;
-    eventually("the state Secret deleted", WAIT, || async {
-        let s = secrets
-            .get_opt(&state_name)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(s.is_none().then_some(()))
-    })
-    .await;
+    wait_gone(&secrets, &state_name, "the state Secret deleted").await;
     wait_gone(
         &workspaces,
         "consumer",
@@ -758,13 +572,7 @@ async fn leaving_setup(test: &str, policy: &str) -> Leaving {
 
 impl Leaving {
     fn state_name(&self, name: &str) -> String {
-        let key =
-            syncweave::controller::store::ObjectKey::new(syncweave::controller::store::KeyParts {
-                cluster: self.consumer.cluster.clone(),
-                namespace: Some("default".into()),
-                name: name.into(),
-            });
-        syncweave::sync::state::StateStore::secret_name(&key, "example.com/v1", "CronTab")
+        state_name(&self.consumer.cluster, name)
     }
 
     async fn delete_workspace(&self) {
@@ -783,15 +591,7 @@ impl Leaving {
         )
         .await;
         let state = self.state_name("keep");
-        eventually("the state Secret deleted", WAIT, || async {
-            let s = self
-                .secrets
-                .get_opt(&state)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(s.is_none().then_some(()))
-        })
-        .await;
+        wait_gone(&self.secrets, &state, "the state Secret deleted").await;
     }
 
     async fn namespace(&self) -> Option<k8s_openapi::api::core::v1::Namespace> {
@@ -879,11 +679,7 @@ subjects:
     )
     .await;
     let state = t.state_name("keep");
-    eventually("the state Secret deleted", WAIT, || async {
-        let s = t.secrets.get_opt(&state).await.map_err(|e| e.to_string())?;
-        Ok(s.is_none().then_some(()))
-    })
-    .await;
+    wait_gone(&t.secrets, &state, "the state Secret deleted").await;
     // The harness runs no controller-manager, whose namespace controller
     // would empty the namespace and remove it: deleted means Terminating.
     eventually("the namespace deleted", WAIT, || async {
@@ -935,11 +731,7 @@ async fn unbinding_leaves_the_copies_when_orphaned() {
         .unwrap();
     wait_gone(&bindings, EXPORT, "the APIBinding gone").await;
     let state = t.state_name("keep");
-    eventually("the state Secret deleted", WAIT, || async {
-        let s = t.secrets.get_opt(&state).await.map_err(|e| e.to_string())?;
-        Ok(s.is_none().then_some(()))
-    })
-    .await;
+    wait_gone(&t.secrets, &state, "the state Secret deleted").await;
     let copy = get_opt(&t.copies, &default_copy_name("default", "keep"))
         .await
         .unwrap()
@@ -951,14 +743,6 @@ async fn unbinding_leaves_the_copies_when_orphaned() {
             .contains_key("syncweave.dev/orphaned")
     );
     assert!(get_opt(&t.workspaces, "consumer").await.unwrap().is_some());
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Two agents given the same `--agent-name` but different jobs (here: other

@@ -46,22 +46,6 @@ async fn wait_namespace(
     .await
 }
 
-async fn create_crontab(client: &kube::Client, ns: &str, name: &str) {
-    let mut obj = crontab(name, "img");
-    obj["metadata"]["namespace"] = json!(ns);
-    let api = crontabs(client, ns);
-    eventually(&format!("creating CronTab {ns}/{name}"), WAIT, || async {
-        api.create(
-            &PostParams::default(),
-            &serde_json::from_value(obj.clone()).unwrap(),
-        )
-        .await
-        .map(Some)
-        .map_err(|e| e.to_string())
-    })
-    .await;
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn managed_namespace_metadata_is_kept() {
     let env = Env::start("nsmeta", crate::binary()).await;
@@ -82,7 +66,7 @@ async fn managed_namespace_metadata_is_kept() {
     )
     .await
     .unwrap();
-    create_crontab(&client, "tenant", "job").await;
+    create_crontab_in(&client, "tenant", "job").await;
 
     // The copy's namespace (the default naming: the consumer's cluster).
     let namespaces: Api<Namespace> = Api::all(env.service_client.clone());
@@ -214,7 +198,7 @@ async fn refused_namespace_metadata_is_reported() {
         .await
         .unwrap();
     let (consumer, client) = env.consumer("consumer").await;
-    create_crontab(&client, "default", "refused").await;
+    create_crontab_in(&client, "default", "refused").await;
 
     let failing = env
         .wait_for_ready("publish-crontabs", "False", "ObjectsFailing")
