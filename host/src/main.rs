@@ -5,7 +5,7 @@ use syncweave::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     // Before any other thread exists (the runtime's are started below).
-    syncweave::malloc::limit_arenas();
+    syncweave::ops::malloc::limit_arenas();
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -24,27 +24,27 @@ async fn run() -> ExitCode {
         Command::Version => {
             println!(
                 "syncweave {} (plugin contract {})",
-                syncweave::version::VERSION,
-                syncweave::version::WIT_PACKAGE
+                syncweave::ops::version::VERSION,
+                syncweave::ops::version::WIT_PACKAGE
             );
             Ok(())
         }
         Command::Sync(args) => match args.validate() {
             Ok(opts) => {
-                syncweave::logging::init(opts.common.log_format, opts.common.log_debug);
-                syncweave::agent::run_sync(opts).await
+                syncweave::ops::logging::init(opts.common.log_format, opts.common.log_debug);
+                syncweave::roles::run_sync(opts).await
             }
             Err(e) => Err(e.into()),
         },
         Command::Init(args) => match args.validate() {
             Ok(opts) => {
-                syncweave::logging::init(opts.common.log_format, opts.common.log_debug);
-                syncweave::agent::run_init(opts).await
+                syncweave::ops::logging::init(opts.common.log_format, opts.common.log_debug);
+                syncweave::roles::run_init(opts).await
             }
             Err(e) => Err(e.into()),
         },
-        Command::Plugin(cmd) => syncweave::plugin_cli::run(cmd).await,
-        Command::Cluster(cmd) => syncweave::cluster::run(cmd).await,
+        Command::Plugin(cmd) => syncweave::plugin::cli::run(cmd).await,
+        Command::Cluster(cmd) => syncweave::register::run(cmd).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -128,7 +128,7 @@ expect "sync: kcp kubeconfig read from the mounted Secret" "$a" "--kcp-kubeconfi
 expect "sync: leaderElect -> --leader-elect-* timings" "$a" \
   "--leader-elect-lease-duration=15s" "--leader-elect-renew-deadline=10s" "--leader-elect-retry-period=2s"
 expect "sync: rateLimits -> client-side QPS/burst flags for both servers" "$a" \
-  "--kcp-qps=100" "--kcp-burst=200" "--service-qps=100" "--service-burst=200"
+  "--kcp-qps=0" "--kcp-burst=200" "--service-qps=0" "--service-burst=200"
 refuse "sync: in-cluster service access (no --kubeconfig without the kubeconfig value)" "$a" "--kubeconfig="
 if [ "$(tail -1 <<<"$a")" = "--log-format=Console" ] &&
   [ "$(grep -n -- '--log-format=JSON' <<<"$a" | cut -d: -f1)" -lt "$(grep -n -- '--log-format=Console' <<<"$a" | cut -d: -f1)" ]; then
@@ -166,6 +166,12 @@ expect "sync: RBAC for PublishedResources, WasmPlugins, CRDs, namespaces" "$rbac
 expect "sync: state Secrets and Leases in the agent namespace, Events in default" "$rbac" \
   '["secrets"]' '["get", "list", "watch", "create", "update"]' '["leases"]' 'namespace: default' '["events.k8s.io"]'
 refuse "sync: no wildcard RBAC by default" "$rbac" '"*"'
+expect "sync: namespaces may be patched (managedNamespaceMetadata), not deleted by default" "$rbac" \
+  'verbs: ["get", "list", "watch", "create", "patch"]'
+render nsdelete "${upstream[@]}" --set rbac.deleteNamespaces=true &&
+  expect "sync: rbac.deleteNamespaces adds delete on namespaces" "$(doc nsdelete ClusterRole)" \
+    'verbs: ["get", "list", "watch", "create", "patch", "delete"]' ||
+  not_ok "sync: rbac.deleteNamespaces adds delete on namespaces" "$(cat "$work/nsdelete.err")"
 expect "sync: RBAC bound to the ServiceAccount" "$(doc upstream ClusterRoleBinding; doc upstream RoleBinding)" \
   "name: syncweave" "namespace: syncweave"
 
@@ -245,13 +251,26 @@ expect "init: runs the init role against kcp" "$a" "init" "--kubeconfig=/etc/ini
   "--enable-leader-election=false"
 [ "$(tail -1 <<<"$a")" = "--log-debug" ] && ok "init: extraFlags appended" || not_ok "init: extraFlags appended" "$a"
 refuse "init: no sync flags" "$a" "--apiexportendpointslice-ref" "--kcp-kubeconfig" "--namespace=" "--service-qps"
-expect "init: the kcp rate limit" "$a" "--kcp-qps=100" "--kcp-burst=200"
+expect "init: the kcp rate limit" "$a" "--kcp-qps=0" "--kcp-burst=200"
 expect "init: kcp kubeconfig Secret mounted, plugin cache, probes" "$(doc init Deployment)" \
   'secretName: "kcp-init-kubeconfig"' "mountPath: /etc/init-agent/kcp" "name: plugin-cache" \
   "path: /readyz" "app.kubernetes.io/component: init"
 refuse "init: no RBAC or CRDs on the hosting cluster (the init agent uses only kcp)" "$(cat "$work/init.yaml")" \
   "kind: ClusterRole" "kind: Role" "kind: CustomResourceDefinition"
 expect "init: its own ServiceAccount" "$(doc init ServiceAccount)" "name: syncweave"
+refuse "init: no Lease namespace without leader election" "$a" "--leader-election-namespace"
+if render init-le "${init[@]}" --set enableLeaderElection=true --set replicas=2; then
+  expect "init: leader election names the Lease's namespace (upstream's --leader-election-namespace)" \
+    "$(args init-le)" "--enable-leader-election=true" "--leader-election-namespace=default"
+else
+  not_ok "init: leader election names the Lease's namespace" "$(cat "$work/init-le.err")"
+fi
+if render init-le-none "${init[@]}" --set enableLeaderElection=true --set init.leaderElectionNamespace=; then
+  not_ok "init: leader election without a namespace is refused" "$(args init-le-none)"
+else
+  expect "init: leader election without a namespace is refused" "$(cat "$work/init-le-none.err")" \
+    "init.leaderElectionNamespace is required"
+fi
 
 # --- monitoring ----------------------------------------------------------------------
 render plain "${upstream[@]}" || not_ok "monitoring: render with defaults" "$(cat "$work/plain.err")"

@@ -10,10 +10,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
+use syncweave::controller::store::{KeyParts, ObjectKey};
 use syncweave::sync::labels::*;
 use syncweave::sync::state::StateStore;
 use syncweave::sync::strip::{drop_subresources, strip_metadata};
-use syncweave::sync::{KeyParts, ObjectKey};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 

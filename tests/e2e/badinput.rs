@@ -320,3 +320,99 @@ async fn unworkable_published_resources_are_refused_naming_the_field() {
         "{schemas}"
     );
 }
+
+/// A new user runs the agent before installing the WasmPlugin CRD: the
+/// agent syncs anyway, says once what to apply, and its retries of the
+/// failing list back off to the cap instead of running (and logging) every
+/// second. Before the fix, kube-runtime's `Init` event before each list
+/// attempt counted as progress: ~75 attempts and as many WARN lines in 45 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_the_wasmplugin_crd_the_agent_syncs_and_its_retries_back_off() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::DeleteParams;
+    let mut env = Env::prepare("nowasmcrd", crate::binary()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.service_client.clone());
+    crds.delete("wasmplugins.syncweave.dev", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("the WasmPlugin CRD gone", WAIT, || async {
+        Ok(crds
+            .get_opt("wasmplugins.syncweave.dev")
+            .await
+            .map_err(|e| e.to_string())?
+            .is_none()
+            .then_some(()))
+    })
+    .await;
+    let started = std::time::Instant::now();
+    env.start_agent(&[]);
+    env.publish().await;
+    let (consumer, client) = env.consumer("consumer").await;
+    crontabs(&client, "default")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crontab("synced", "img")).unwrap(),
+        )
+        .await
+        .unwrap();
+    eventually("the copy, without the WasmPlugin CRD", WAIT, || async {
+        get_opt(
+            &crontabs(&env.service_client, &consumer.cluster),
+            &default_copy_name("default", "synced"),
+        )
+        .await
+    })
+    .await;
+    const WINDOW: Duration = Duration::from_secs(45);
+    if let Some(rest) = WINDOW.checked_sub(started.elapsed()) {
+        tokio::time::sleep(rest).await;
+    }
+    let elapsed = started.elapsed();
+    let log = syncweave_tests::agent::strip_ansi(&env.agent.as_ref().unwrap().log());
+    let warned = log
+        .lines()
+        .filter(|l| l.contains("watching WasmPlugins failed; retrying"))
+        .count();
+    assert!(
+        log.contains("syncweave.dev_wasmplugins.yaml"),
+        "the WARN says what to apply"
+    );
+    let retries: Vec<Duration> = log
+        .lines()
+        .filter(|l| l.contains("watching WasmPlugins failed"))
+        .filter_map(retry_delay)
+        .collect();
+    // One line, then one a minute (syncweave::controller::watch::REMIND_EVERY).
+    let at_most = 1 + (elapsed.as_secs() / 60) as usize;
+    assert!(
+        (1..=at_most).contains(&warned),
+        "{warned} WARN lines in {elapsed:?}; expected at most {at_most}"
+    );
+    // Backing off 0.8, 1.6, 3.2, 6.4 s, then 10 s (each jittered down to
+    // half): about 10 attempts in 45 s, not one every 0.4–0.8 s.
+    assert!(
+        (3..=14).contains(&retries.len()),
+        "{} attempts in {elapsed:?}: {retries:?}",
+        retries.len()
+    );
+    let last = retries.last().copied().unwrap_or_default();
+    assert!(
+        last >= syncweave::controller::watch::MAX_RETRY / 2,
+        "the retries did not reach the cap: {retries:?}"
+    );
+}
+
+/// The delay in a watch-failure log line's `retry=After(…)` field.
+fn retry_delay(line: &str) -> Option<Duration> {
+    let d = line.split("retry=After(").nth(1)?.split(')').next()?;
+    let (num, unit) = d.split_at(d.find(|c: char| c.is_ascii_alphabetic() || c == 'µ')?);
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "ms" => n / 1e3,
+        "µs" | "us" => n / 1e6,
+        "ns" => n / 1e9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs))
+}

@@ -1,6 +1,6 @@
 //! WasmPlugins on a real service cluster (kube-apiserver + etcd): the
 //! WasmPlugin CRD is installed there, and the controller runs in-process
-//! (`syncweave::plugin_controller::run`) with a client to it, as the agent runs it.
+//! (`syncweave::plugin::wasmplugin::run`) with a client to it, as the agent runs it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +12,8 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use syncweave::apis::{WasmPlugin, WasmPluginSpec};
-use syncweave::plugin_controller::{PluginResolver, WasmPluginRegistry};
+use syncweave::plugin::resolve::PluginResolver;
+use syncweave::plugin::wasmplugin::WasmPluginRegistry;
 use syncweave_runtime::{Runtime, RuntimeConfig, World};
 use syncweave_tests::*;
 use tokio_util::sync::CancellationToken;
@@ -71,11 +72,11 @@ async fn setup(test: &str) -> Setup {
     .expect("runtime");
     let registry = WasmPluginRegistry::new();
     let cancel = CancellationToken::new();
-    tokio::spawn(syncweave::plugin_controller::run(
+    tokio::spawn(syncweave::plugin::wasmplugin::run(
         client.clone(),
         runtime.clone(),
         registry.clone(),
-        syncweave::recorder::for_service(client.clone()),
+        syncweave::kube::recorder::for_service(client.clone()),
         cancel.clone(),
     ));
     Setup {
@@ -163,8 +164,8 @@ async fn file_source_becomes_ready() {
     // The registry the sync path reads has it, and a use resolves by name.
     let ready = s.registry.get("label-team").expect("registry entry");
     assert_eq!(ready.digest(), digest_of(&bytes));
-    let fetch = syncweave::plugin_fetch::FetchContext::new(
-        syncweave::plugin_fetch::FetchOptions::for_runtime(&s.runtime, Some(s.client.clone())),
+    let fetch = syncweave::plugin::fetch::FetchContext::new(
+        syncweave::plugin::fetch::FetchOptions::for_runtime(&s.runtime, Some(s.client.clone())),
     )
     .unwrap();
     let resolver = PluginResolver::new(s.runtime.clone(), s.registry.clone(), fetch);
@@ -444,19 +445,19 @@ async fn plugins_present_at_startup_are_checked_at_once() {
         .await;
     }
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-    let fetch = syncweave::plugin_fetch::FetchContext::new(
-        syncweave::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(client.clone())),
+    let fetch = syncweave::plugin::fetch::FetchContext::new(
+        syncweave::plugin::fetch::FetchOptions::for_runtime(&runtime, Some(client.clone())),
     )
     .unwrap();
     let registry = WasmPluginRegistry::new();
     let cancel = CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    tokio::spawn(syncweave::plugin_controller::run_with(
+    tokio::spawn(syncweave::plugin::wasmplugin::run_with(
         client.clone(),
-        syncweave::plugin_controller::Checker { runtime, fetch },
+        syncweave::plugin::wasmplugin::Checker { runtime, fetch },
         registry.clone(),
-        syncweave::recorder::for_service(client.clone()),
-        syncweave::plugin_controller::ControllerConfig {
+        syncweave::kube::recorder::for_service(client.clone()),
+        syncweave::plugin::wasmplugin::ControllerConfig {
             resync: Duration::from_secs(600),
             ..Default::default()
         },

@@ -612,18 +612,18 @@ async fn bearer_token_registries_with_every_credential_kind() {
     let runtime =
         syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default()).unwrap();
     let mut opts =
-        syncweave::plugin_fetch::FetchOptions::for_runtime(&runtime, Some(client.clone()));
+        syncweave::plugin::fetch::FetchOptions::for_runtime(&runtime, Some(client.clone()));
     opts.cache_dir = Some(dir.join("agent-cache"));
     opts.ca_file = Some(reg.ca_file.clone());
-    let fetch = syncweave::plugin_fetch::FetchContext::new(opts).unwrap();
-    let registry = syncweave::plugin_controller::WasmPluginRegistry::new();
+    let fetch = syncweave::plugin::fetch::FetchContext::new(opts).unwrap();
+    let registry = syncweave::plugin::wasmplugin::WasmPluginRegistry::new();
     let cancel = tokio_util::sync::CancellationToken::new();
     let _stop = cancel.clone().drop_guard();
-    tokio::spawn(syncweave::plugin_controller::run_with(
+    tokio::spawn(syncweave::plugin::wasmplugin::run_with(
         client.clone(),
-        syncweave::plugin_controller::Checker { runtime, fetch },
+        syncweave::plugin::wasmplugin::Checker { runtime, fetch },
         registry.clone(),
-        syncweave::recorder::for_service(client.clone()),
+        syncweave::kube::recorder::for_service(client.clone()),
         Default::default(),
         cancel,
     ));

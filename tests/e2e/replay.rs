@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use syncweave::plugin_capture::{Capture, CaptureList, REDACTED_BASE64};
+use syncweave::plugin::capture::{Capture, CaptureList, REDACTED_BASE64};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 

@@ -178,6 +178,17 @@ impl Env {
     /// The sync agent's command line with these kubeconfigs (the service
     /// one as the chart's ServiceAccount), as [`Env::start_agent`] runs it.
     pub fn agent_args(&self, kcp_kc: &Path, svc_kc: &Path, extra: &[&str]) -> Vec<String> {
+        self.agent_args_named(kcp_kc, svc_kc, AGENT_NAME, extra)
+    }
+
+    /// [`Env::agent_args`] for an agent named `name` (`--agent-name`).
+    pub fn agent_args_named(
+        &self,
+        kcp_kc: &Path,
+        svc_kc: &Path,
+        name: &str,
+        extra: &[&str],
+    ) -> Vec<String> {
         let mut args: Vec<String> = [
             "sync",
             "--kcp-kubeconfig",
@@ -189,7 +200,7 @@ impl Env {
             "--apiexportendpointslice-ref",
             EXPORT,
             "--agent-name",
-            AGENT_NAME,
+            name,
             "--metrics-address",
             "0",
             "--log-format",
@@ -274,36 +285,12 @@ impl Env {
 
     /// The APIExports of the provider workspace (the agent's is [`EXPORT`]).
     pub async fn apiexports(&self) -> kube::Api<kube::api::DynamicObject> {
-        let provider = self.kcp.client(&self.provider.path).await.unwrap();
-        dynamic_api(
-            &provider,
-            &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-            "apiexports",
-            None,
-        )
+        apiexports_of(&self.kcp.client(&self.provider.path).await.unwrap())
     }
 
     /// Wait until the APIExport claims `group`/`resource`.
     pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
-        let exports = self.apiexports().await;
-        eventually(
-            &format!("the {resource}.{group} permission claim on the export"),
-            Duration::from_secs(90),
-            || async {
-                let e = get_opt(&exports, EXPORT).await?;
-                Ok(e.filter(|e| {
-                    e.data["spec"]["permissionClaims"]
-                        .as_array()
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| {
-                                c["group"].as_str().unwrap_or("") == group
-                                    && c["resource"] == resource
-                            })
-                        })
-                }))
-            },
-        )
-        .await;
+        wait_for_claim(&self.apiexports().await, EXPORT, group, resource).await;
     }
 
     /// Publish a custom PublishedResource manifest.
@@ -522,4 +509,137 @@ pub async fn grant_kcp_agent_rbac(client: &Client, user: &str) -> anyhow::Result
     );
     apply_yaml(client, &yaml).await?;
     Ok(())
+}
+
+/// Give the agent's ServiceAccount on the service cluster access to
+/// `group`/`resources`, as a provider does for related types the chart's
+/// `rbac.publishedResources` does not list (or its own published types).
+pub async fn grant_agent_access(env: &Env, group: &str, resources: &[&str]) {
+    let name = format!("e2e-agent-access-{}", group.replace('.', "-"));
+    apply_yaml(
+        &env.service_client,
+        &format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules:
+  - apiGroups: ["{group}"]
+    resources: {resources:?}
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects:
+  - {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
+"#
+        ),
+    )
+    .await
+    .expect("RBAC for the related type");
+}
+
+/// Bind the export `export` of workspace `export_path` under the binding
+/// name `binding`, accepting `claims` ((group, resource, identity hash)),
+/// and wait until `served` ((group, version, plural)) is served.
+pub async fn bind(
+    client: &Client,
+    binding: &str,
+    export_path: &str,
+    export: &str,
+    claims: &[(&str, &str, &str)],
+    served: (&str, &str, &str),
+) {
+    apply(
+        client,
+        &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIBinding",
+            "metadata": {"name": binding},
+            "spec": {
+                "reference": {"export": {"path": export_path, "name": export}},
+                "permissionClaims": claims.iter().map(|(g, r, h)| {
+                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
+                    if !h.is_empty() {
+                        c["identityHash"] = json!(h);
+                    }
+                    c
+                }).collect::<Vec<_>>(),
+            },
+        }),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("APIBinding {binding}: {e:#}"));
+    let (group, version, plural) = served;
+    let api = dynamic_api(client, &gvk(group, version, ""), plural, Some("default"));
+    eventually(
+        &format!("{plural}.{group} served"),
+        Duration::from_secs(90),
+        || async {
+            api.list(&Default::default())
+                .await
+                .map(|_| Some(()))
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await;
+}
+
+/// The APIExports of a workspace, through `client`.
+pub fn apiexports_of(client: &Client) -> kube::Api<kube::api::DynamicObject> {
+    dynamic_api(
+        client,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    )
+}
+
+/// Wait until APIExport `export` (of `exports`) claims `group`/`resource`.
+pub async fn wait_for_claim(
+    exports: &kube::Api<kube::api::DynamicObject>,
+    export: &str,
+    group: &str,
+    resource: &str,
+) {
+    eventually(
+        &format!("the {resource}.{group} permission claim on APIExport {export}"),
+        Duration::from_secs(90),
+        || async {
+            let e = get_opt(exports, export).await?;
+            Ok(e.filter(|e| {
+                e.data["spec"]["permissionClaims"]
+                    .as_array()
+                    .is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c["group"].as_str().unwrap_or("") == group && c["resource"] == resource
+                        })
+                    })
+            }))
+        },
+    )
+    .await;
+}
+
+/// The `status.identityHash` of APIExport `export` (of `exports`), once
+/// kcp has set it.
+pub async fn export_identity(
+    exports: &kube::Api<kube::api::DynamicObject>,
+    export: &str,
+) -> String {
+    eventually(
+        &format!("the identity hash of APIExport {export}"),
+        Duration::from_secs(90),
+        || async {
+            let e = get_opt(exports, export).await?;
+            Ok(e.and_then(|e| {
+                str_at(&e, "/status/identityHash")
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+            }))
+        },
+    )
+    .await
 }

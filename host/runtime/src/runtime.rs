@@ -1,5 +1,6 @@
 //! The engine, its compiled-component cache and plugin loading.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -384,6 +385,19 @@ impl Runtime {
         wasm: &[u8],
         limits: Option<Limits>,
     ) -> Result<Arc<Plugin>, PluginFailure> {
+        self.load_digest_lazily(name, digest, &|| Cow::Borrowed(wasm), limits)
+    }
+
+    /// [`Runtime::load_with_digest`] with the bytes asked for only when the
+    /// component is not compiled yet: the embedded built-ins are
+    /// decompressed only then.
+    fn load_digest_lazily<'w>(
+        &self,
+        name: &str,
+        digest: &str,
+        wasm: &dyn Fn() -> Cow<'w, [u8]>,
+        limits: Option<Limits>,
+    ) -> Result<Arc<Plugin>, PluginFailure> {
         let digest = digest.to_string();
         let fail = |kind, msg: String| PluginFailure::new(name, digest.clone(), kind, msg);
         // The digest names a cache file: only the exact form may get that far.
@@ -396,11 +410,6 @@ impl Runtime {
                 "the digest is not of the form sha256:<64 lower-case hex digits>".into(),
             ));
         }
-        debug_assert_eq!(
-            digest,
-            format!("sha256:{}", hex::encode(Sha256::digest(wasm))),
-            "load_with_digest: the digest does not match the bytes"
-        );
         let limits = limits.unwrap_or(self.inner.cfg.default_limits);
         if limits.memory_bytes > self.inner.cfg.max_memory_bytes {
             return Err(fail(
@@ -430,7 +439,13 @@ impl Runtime {
                 c
             }
             None => {
-                let c = Arc::new(self.prepare(name, &digest, wasm)?);
+                let wasm = wasm();
+                debug_assert_eq!(
+                    digest,
+                    format!("sha256:{}", hex::encode(Sha256::digest(&wasm))),
+                    "load_with_digest: the digest does not match the bytes"
+                );
+                let c = Arc::new(self.prepare(name, &digest, &wasm)?);
                 *guard = Arc::downgrade(&c);
                 c
             }
@@ -477,7 +492,8 @@ impl Runtime {
             }
         }
         if let Some(b) = syncweave_builtins::get(name) {
-            let plugin = self.load_with_digest(name, b.digest, b.wasm, limits)?;
+            let plugin =
+                self.load_digest_lazily(name, b.digest, &|| Cow::Owned(b.wasm()), limits)?;
             plugin.set_source(name);
             self.inner
                 .pinned
@@ -665,7 +681,7 @@ impl Runtime {
         }
         if let Some(pre) = crate::precompiled::get(digest, kind) {
             let cache = self.disk_cache().zip(cache_path.as_deref());
-            match pre.load(engine, cache) {
+            match pre.load(engine, &set.compat, cache) {
                 Ok(c) => {
                     counters.precompiled.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(plugin = name, digest, "loaded precompiled built-in");

@@ -11,11 +11,14 @@
 pub mod init;
 pub mod kcp;
 pub mod published_resource;
+pub mod selector;
+pub mod validation;
 pub mod wasmplugin;
 
 pub use init::{
-    InitSource, InitTarget, InitTargetSpec, InitTemplate, InitTemplateSpec, RendererPlugin,
-    RendererSpec, TemplateEngine, TemplateSource, WorkspaceTypeReference,
+    DeleteStep, InitSource, InitTarget, InitTargetSpec, InitTargetStatus, InitTemplate,
+    InitTemplateSpec, RendererPlugin, RendererSpec, TemplateEngine, TemplateSource,
+    TerminationStep, WorkspaceEntry, WorkspaceList, WorkspaceTypeReference,
 };
 pub use published_resource::*;
 pub use wasmplugin::{

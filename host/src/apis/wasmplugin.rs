@@ -203,7 +203,7 @@ impl WasmPluginCanary {
                          the new digest"
                     ));
                 }
-                crate::selector::from_label_selector(sel)
+                crate::apis::selector::from_label_selector(sel)
                     .map(|_| ())
                     .map_err(|e| format!("{field}.selector: {e}"))
             }
@@ -529,6 +529,57 @@ pub fn quantity_bytes(s: &str) -> Result<u64, String> {
     }
     let num = mantissa.checked_mul(mul).ok_or_else(|| bad("too large"))?;
     u64::try_from(num.div_ceil(den)).map_err(|_| bad("too large"))
+}
+
+/// The kcp object a plugin call is made for: what a canary selects on.
+/// Related objects and status calls use their primary kcp object, so one
+/// object's calls all go to the same digest.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// Logical cluster (workspace) of the object.
+    pub cluster: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub labels: Labels<'a>,
+}
+
+/// An object's labels, as the caller holds them.
+#[derive(Debug, Clone, Copy)]
+pub enum Labels<'a> {
+    None,
+    Map(&'a std::collections::BTreeMap<String, String>),
+    /// `metadata.labels` of an object as JSON.
+    Json(&'a serde_json::Map<String, serde_json::Value>),
+}
+
+impl<'a> Labels<'a> {
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        match *self {
+            Labels::None => None,
+            Labels::Map(m) => m.get(key).map(String::as_str),
+            Labels::Json(m) => m.get(key).and_then(serde_json::Value::as_str),
+        }
+    }
+}
+
+impl<'a> Subject<'a> {
+    /// The subject of a kcp object given as JSON (`cluster` is its logical
+    /// cluster, which the object itself does not carry).
+    pub fn of_json(cluster: &'a str, object: &'a serde_json::Value) -> Subject<'a> {
+        let meta = object.get("metadata");
+        let field = |k: &str| meta.and_then(|m| m.get(k));
+        Subject {
+            cluster,
+            namespace: field("namespace").and_then(serde_json::Value::as_str),
+            name: field("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            labels: match field("labels") {
+                Some(serde_json::Value::Object(m)) => Labels::Json(m),
+                _ => Labels::None,
+            },
+        }
+    }
 }
 
 #[cfg(test)]

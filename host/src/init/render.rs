@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use syncweave_runtime::{CallContext, CallPool, Direction, Plugin, PluginFailure, Runtime, World};
 
 use crate::apis::{InitTarget, RendererSpec, TemplateEngine};
-use crate::plugin_fetch::{FetchContext, FetchError, PluginRef, RefError};
+use crate::plugin::fetch::{FetchContext, FetchError, PluginRef, RefError};
 
 /// Name of the built-in renderer plugin (embedded; see syncweave-builtins).
 pub const BUILTIN_RENDERER: &str = "renderer";
@@ -231,7 +231,7 @@ impl Renderers {
             .run(&renderer.plugin, move |p| p.validate_config(&config))
             .await
             .map_err(|source| RendererError::Plugin { field, source })?;
-        let test = crate::plugin_controller::selftest::run(&renderer.pool, &renderer.plugin)
+        let test = crate::plugin::wasmplugin::selftest::run(&renderer.pool, &renderer.plugin)
             .await
             .map_err(|source| RendererError::Plugin { field, source })?;
         if let Some(summary) = test.failure_summary() {
@@ -302,7 +302,7 @@ mod tests {
 
     fn renderers() -> Renderers {
         let runtime = Runtime::new(Default::default()).unwrap();
-        let fetch = FetchContext::new(crate::plugin_fetch::FetchOptions::for_runtime(
+        let fetch = FetchContext::new(crate::plugin::fetch::FetchOptions::for_runtime(
             &runtime, None,
         ))
         .unwrap();

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::apis::kcp as kcpapi;
-use crate::kubeconfig::{base_of, with_url, workspace_of};
+use crate::kube::kubeconfig::{base_of, with_url, workspace_of};
 
 #[derive(Debug, thiserror::Error)]
 pub enum KcpError {
@@ -31,7 +31,7 @@ pub enum KcpError {
         source: kube::Error,
     },
     #[error(transparent)]
-    Config(#[from] crate::kubeconfig::KubeconfigError),
+    Config(#[from] crate::kube::kubeconfig::KubeconfigError),
 }
 
 /// For an error kcp answered with 403: what to do about it. Empty otherwise.
@@ -172,7 +172,7 @@ impl KcpContext {
             &kcpapi::apiexport_endpoint_slice(),
         );
         let cfg = watcher::Config::default().fields(&format!("metadata.name={}", self.slice_name));
-        let follow = crate::watch::drive(
+        let follow = crate::controller::watch::drive(
             watcher(slices, cfg),
             |ev| {
                 if let watcher::Event::Apply(s) | watcher::Event::InitApply(s) = ev {
@@ -209,11 +209,11 @@ impl KcpContext {
     }
 
     /// Like [`KcpContext::vw_client`], for posting Events: a connection
-    /// pool with a rate limit of its own ([`crate::client::EVENTS`]), so
+    /// pool with a rate limit of its own ([`crate::kube::client::EVENTS`]), so
     /// that Events (best effort; a new object gets two) never take the
     /// budget objects sync with.
     pub fn vw_event_client(&self, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
-        self.view(crate::client::EVENTS, vw_url, cluster)
+        self.view(crate::kube::client::EVENTS, vw_url, cluster)
     }
 
     fn view(&self, limiter: &'static str, vw_url: &str, cluster: &str) -> Result<Client, KcpError> {
@@ -226,13 +226,13 @@ impl KcpContext {
         let base = match cache.get(&pool) {
             Some(b) => b.clone(),
             None => {
-                let b = crate::client::build(with_url(&self.base_config, vw_url)?, limiter)
+                let b = crate::kube::client::build(with_url(&self.base_config, vw_url)?, limiter)
                     .map_err(kube_err("building kcp client"))?;
                 cache.insert(pool, b.clone());
                 b
             }
         };
-        let c = crate::client::with_path_prefix(&base, format!("/clusters/{cluster}"));
+        let c = crate::kube::client::with_path_prefix(&base, format!("/clusters/{cluster}"));
         cache.insert(url, c.clone());
         Ok(c)
     }
@@ -283,5 +283,5 @@ fn replace_if_changed(cur: &mut Vec<String>, new: &[String]) -> bool {
 }
 
 fn client_for(cfg: &Config) -> Result<Client, KcpError> {
-    crate::client::build(cfg.clone(), "kcp").map_err(kube_err("building kcp client"))
+    crate::kube::client::build(cfg.clone(), "kcp").map_err(kube_err("building kcp client"))
 }

@@ -58,7 +58,7 @@ impl Publisher {
             let ev = Event {
                 type_: EventType::Warning,
                 reason: reason.to_string(),
-                note: Some(crate::recorder::note(message)),
+                note: Some(crate::kube::recorder::note(message)),
                 action: "Reconcile".into(),
                 secondary: None,
             };

@@ -2,7 +2,7 @@
 //! APIResourceSchemas in the APIExport, and runs one sync controller per
 //! published resource once kcp serves it.
 //!
-//! A controller on the agent's runner ([`crate::runner`]), with two kinds of
+//! A controller on the agent's runner ([`crate::controller::runner`]), with two kinds of
 //! key ([`Key`]):
 //!
 //! - **a PublishedResource** ([`resource`]): resolve its CRD and projection
@@ -26,8 +26,9 @@
 //! each be disabled with `--disabled-controllers`.
 
 pub mod apiexport;
-pub mod builtin;
 mod condition;
+pub mod error;
+pub mod openapi;
 mod resource;
 pub mod schema;
 mod sync_start;
@@ -43,20 +44,20 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
-use crate::health::Health;
+use crate::controller::Controller;
+use crate::controller::feed::Feed;
+use crate::controller::queue::WorkQueue;
+use crate::controller::runner::Outcome;
 use crate::kcp::KcpContext;
-use crate::plugin_chain::PluginHost;
-use crate::runner::Outcome;
-use crate::runner::feed::Feed;
-use crate::runner::queue::WorkQueue;
+use crate::kube::health::Health;
+use crate::plugin::chain::PluginHost;
+use crate::sync::context::SyncContext;
 use crate::sync::state::StateStore;
-use crate::sync::syncer::SyncContext;
 
 /// The shortest time between two reconciles of a resource woken by its
 /// failing objects: conditions follow within a second, without a status
@@ -79,6 +80,9 @@ pub struct PublishConfig {
     pub disabled: Vec<String>,
     /// How often synced objects are checked again (`--resync-period`).
     pub resync: Duration,
+    /// Objects of one PublishedResource reconciled at a time
+    /// (`--sync-workers`).
+    pub workers: usize,
 }
 
 /// What the publisher reconciles.
@@ -268,21 +272,10 @@ impl Publisher {
 
     /// Run until cancelled.
     pub async fn run(self: Arc<Self>, parts: PublisherParts, cancel: CancellationToken) {
-        let mut tasks = JoinSet::new();
-        // One worker: publishing is a few requests per change, and in order
-        // it resolves the resources present at start-up oldest first.
-        crate::runner::spawn_workers(
-            &mut tasks,
-            1,
-            self.clone(),
-            self.queue.clone(),
-            cancel.clone(),
-        );
-
         // PublishedResources: any change (its status too: a condition
         // someone else changed is put back) enqueues the resource; a
         // deleted one is reconciled once more to stop its sync.
-        {
+        let prs = {
             let this = self.clone();
             let api: Api<PublishedResource> = Api::all(self.service.clone());
             let cfg = watcher::Config::default().labels(&self.cfg.selector);
@@ -298,13 +291,15 @@ impl Publisher {
             );
             // The reflector owns its store's writer, which cannot be made
             // twice: the watch runs once, for the life of the publisher (it
-            // re-lists and retries by itself; crate::watch::drive paces it).
-            tasks.spawn(async move {
-                crate::watch::drive(
+            // re-lists and retries by itself).
+            async move {
+                crate::controller::watch::drive_reported(
                     stream,
+                    "PublishedResources",
+                    |_| None,
                     |ev| {
                         feed.on_event(&ev, &this.queue);
-                        crate::metrics::METRICS
+                        crate::ops::metrics::METRICS
                             .published_resources
                             .set(this.prs.state().len() as i64);
                         // After each (re-)list, behind the resources it
@@ -314,71 +309,61 @@ impl Publisher {
                             this.queue.add(Key::Export);
                         }
                     },
-                    |e, retry, report| {
-                        if report {
-                            warn!(error = %e, ?retry, "watching PublishedResources failed")
-                        } else {
-                            debug!(error = %e, ?retry, "watching PublishedResources failed again")
-                        }
-                    },
                 )
                 .await
-            });
-        }
-        // CRDs: a change enqueues only the resources that select it; after
-        // a (re-)list, every resource (any CRD may have changed meanwhile).
-        {
-            let this = self.clone();
-            let api: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
-            tasks.spawn(crate::supervise::supervised(
-                "crd-watch",
-                String::new(),
-                cancel.clone(),
-                move || feed_crd_index(api.clone(), this.clone()),
-            ));
-        }
-        // The recorder owns its queue's receiver: it runs once, for the life
-        // of the publisher (it has no fallible step to supervise).
-        tasks.spawn(self.kcp_events.clone().run());
-        {
-            let state = self.state.clone();
-            tasks.spawn(crate::supervise::supervised(
-                "state-watch",
-                String::new(),
-                cancel.clone(),
-                move || feed_state_cache(state.clone()),
-            ));
-        }
-        // The slice gains its URLs when the first workspace binds the
-        // export: resources waiting for it start at once. The agent's one
-        // watch of the slice (KcpContext::watch_endpoints) publishes them.
-        {
-            let this = self.clone();
-            let mut endpoints = self.kcp.endpoints();
-            tasks.spawn(async move {
-                while endpoints.changed().await.is_ok() {
-                    this.enqueue_not_running();
+            }
+        };
+        let this = self.clone();
+        // One worker: publishing is a few requests per change, and in order
+        // it resolves the resources present at start-up oldest first.
+        Controller::new(self.clone(), self.queue.clone(), cancel)
+            .feed_once(prs)
+            // CRDs: a change enqueues only the resources that select it;
+            // after a (re-)list, every resource (any CRD may have changed
+            // meanwhile).
+            .feed("crd-watch", {
+                let this = self.clone();
+                let api: Api<DynamicObject> = Api::all_with(self.service.clone(), &kcpapi::crd());
+                move |_| feed_crd_index(api.clone(), this.clone())
+            })
+            // The recorder owns its queue's receiver: it runs once, for the
+            // life of the publisher (it has no fallible step to supervise).
+            .feed_once(self.kcp_events.clone().run())
+            .feed("state-watch", {
+                let state = self.state.clone();
+                move |_| feed_state_cache(state.clone())
+            })
+            // The slice gains its URLs when the first workspace binds the
+            // export: resources waiting for it start at once. The agent's
+            // one watch of the slice (KcpContext::watch_endpoints)
+            // publishes them.
+            .feed_once({
+                let this = self.clone();
+                let mut endpoints = self.kcp.endpoints();
+                async move {
+                    while endpoints.changed().await.is_ok() {
+                        this.enqueue_not_running();
+                    }
                 }
-            });
-        }
-        // A WasmPlugin that turns Ready or moves to a new digest: syncs that
-        // use it swap in the new code (see resource::manage_sync).
-        {
-            let this = self.clone();
-            let mut plugin_changes = self.plugins.registry().subscribe();
-            tasks.spawn(async move {
-                while plugin_changes.changed().await.is_ok() {
-                    this.enqueue_where(|_| true);
+            })
+            // A WasmPlugin that turns Ready or moves to a new digest: syncs
+            // that use it swap in the new code (see resource::manage_sync).
+            .feed_once({
+                let this = self.clone();
+                let mut plugin_changes = self.plugins.registry().subscribe();
+                async move {
+                    while plugin_changes.changed().await.is_ok() {
+                        this.enqueue_where(|_| true);
+                    }
                 }
-            });
-        }
-        cancel.cancelled().await;
-        self.queue.shut_down();
-        tasks.abort_all();
-        while tasks.join_next().await.is_some() {}
-        for (_, r) in self.book().running.drain() {
-            r.cancel.cancel();
-        }
+            })
+            .on_stop(move || {
+                for (_, r) in this.book().running.drain() {
+                    r.cancel.cancel();
+                }
+            })
+            .run()
+            .await;
     }
 
     /// Stop `name`'s sync controller, if one runs.
@@ -386,7 +371,7 @@ impl Publisher {
         if let Some(r) = self.book().running.remove(name) {
             info!(published_resource = %name, why, "stopping sync controller");
             r.cancel.cancel();
-            crate::metrics::METRICS.forget_published_resource(name);
+            crate::ops::metrics::METRICS.forget_published_resource(name);
         }
     }
 
@@ -490,7 +475,7 @@ impl Publisher {
     }
 }
 
-impl crate::runner::Reconcile for Publisher {
+impl crate::controller::runner::Reconcile for Publisher {
     type Key = Key;
     type Error = PublishError;
     const TASK: &'static str = "publish-worker";
@@ -520,11 +505,11 @@ impl crate::runner::Reconcile for Publisher {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             match (key, result) {
-                (Key::Export, Ok(_)) => self.health.ok(crate::health::CHECK_SYNC),
+                (Key::Export, Ok(_)) => self.health.ok(crate::kube::health::CHECK_SYNC),
                 (Key::Export, Err(e)) => {
                     warn!(error = %e, "publishing the APIExport failed; retrying");
                     self.health
-                        .fail(crate::health::CHECK_SYNC, format!("publishing: {e}"));
+                        .fail(crate::kube::health::CHECK_SYNC, format!("publishing: {e}"));
                 }
                 (Key::Resource(name), Err(e)) => {
                     debug!(published_resource = %name, error = %e, "publishing will be retried");
@@ -543,21 +528,16 @@ impl crate::runner::Reconcile for Publisher {
 /// Keep the agent's one cache of state Secrets current (every sync reads
 /// it; a sync in steady state reads no Secret from the API).
 async fn feed_state_cache(state: StateStore) {
-    use crate::sync::cache::Change;
+    use crate::controller::store::Change;
     use crate::sync::labels::OBJECT_STATE_LABEL;
     let cfg = watcher::Config::default().labels(&format!("{OBJECT_STATE_LABEL}=true"));
     let cache = state.cache();
-    crate::watch::drive(
+    crate::controller::watch::drive_reported(
         watcher(state.api(), cfg),
+        "state Secrets (reading them one by one meanwhile)",
+        |_| Some("docs/rbac.md: list and watch Secrets in the agent's namespace".into()),
         |ev| {
             cache.feed(Change::from(ev), |_, _| vec![]);
-        },
-        |e, retry, report| {
-            if report {
-                warn!(error = %e, ?retry, "watching state Secrets failed; reading them one by one meanwhile (docs/rbac.md: list and watch Secrets in the agent's namespace)")
-            } else {
-                debug!(error = %e, ?retry, "watching state Secrets failed again")
-            }
         },
     )
     .await;
@@ -567,9 +547,11 @@ async fn feed_state_cache(state: StateStore) {
 /// enqueues the resources that select its group and kind; a finished
 /// (re-)list enqueues them all.
 async fn feed_crd_index(api: Api<DynamicObject>, publisher: Arc<Publisher>) {
-    use crate::sync::cache::Change;
-    crate::watch::drive(
+    use crate::controller::store::Change;
+    crate::controller::watch::drive_reported(
         watcher(api, watcher::Config::default()),
+        "CustomResourceDefinitions",
+        |_| None,
         |ev| {
             // What the event selects, read before the index takes it: the
             // resources are enqueued once the index knows the change.
@@ -597,13 +579,6 @@ async fn feed_crd_index(api: Api<DynamicObject>, publisher: Arc<Publisher>) {
                 });
             } else if all {
                 publisher.enqueue_where(|_| true);
-            }
-        },
-        |e, retry, report| {
-            if report {
-                warn!(error = %e, ?retry, "watching CustomResourceDefinitions failed")
-            } else {
-                debug!(error = %e, ?retry, "watching CustomResourceDefinitions failed again")
             }
         },
     )

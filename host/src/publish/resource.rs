@@ -10,7 +10,7 @@ use tracing::{info, warn};
 
 use super::{Contribution, Key, Memo, PACE, PublishError, Publisher, Running, SERVE_POLL_MAX};
 use crate::apis::PublishedResource;
-use crate::runner::Outcome;
+use crate::controller::runner::Outcome;
 
 /// The Ready reason of a resource that does not sync because a WasmPlugin
 /// it uses has no digest that may run.
@@ -490,7 +490,7 @@ impl Publisher {
                     *n += 1;
                     *n
                 };
-                Ok(Outcome::Requeue(crate::backoff::nth_delay(
+                Ok(Outcome::Requeue(crate::controller::backoff::nth_delay(
                     super::RETRY_FIRST,
                     SERVE_POLL_MAX,
                     n,

@@ -14,48 +14,12 @@ use kube::api::{
 };
 use serde_json::{Value, json};
 
+pub use super::error::SchemaError;
 use crate::apis::PublishedResource;
 use crate::apis::kcp as kcpapi;
+use crate::sync::context::Side;
 use crate::sync::gojson;
 use crate::sync::labels::{AGENT_NAME_LABEL, SOURCE_GENERATION_ANNOTATION, sha1_hex_json_line};
-use crate::sync::syncer::Side;
-
-#[derive(Debug, thiserror::Error)]
-pub enum SchemaError {
-    #[error(
-        "PublishedResource {pr}: spec.resource: the service cluster serves no kind {kind:?} in group {group:?} (neither a CustomResourceDefinition nor a built-in resource); install the CRD or fix apiGroup/kind"
-    )]
-    CrdNotFound {
-        pr: String,
-        group: String,
-        kind: String,
-    },
-    #[error("PublishedResource {pr}: {message}")]
-    Invalid { pr: String, message: String },
-    #[error("{action}: {source}{}", crate::kcp::forbidden_hint(source))]
-    Kube {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// A request to the service cluster failed.
-    #[error("{action}: {source}{}", service_forbidden_hint(source))]
-    Service {
-        action: String,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-fn service_forbidden_hint(err: &kube::Error) -> &'static str {
-    match err {
-        kube::Error::Api(s) if s.code == 403 => {
-            "; the service cluster refused the agent's identity (--kubeconfig or its \
-             ServiceAccount): grant what docs/rbac.md lists for the sync role"
-        }
-        _ => "",
-    }
-}
 
 /// A PublishedResource resolved against the service cluster.
 #[derive(Debug, Clone)]
@@ -87,8 +51,8 @@ pub struct CrdIndex {
 
 impl CrdIndex {
     /// Apply one watch event of the CRD watch.
-    pub fn feed(&self, change: crate::sync::cache::Change<DynamicObject>) {
-        use crate::sync::cache::Change;
+    pub fn feed(&self, change: crate::controller::store::Change<DynamicObject>) {
+        use crate::controller::store::Change;
         let entry = |o: &DynamicObject| {
             let name = o.metadata.name.clone().unwrap_or_default();
             let group = o.data["spec"]["group"]
@@ -240,7 +204,7 @@ pub async fn find_crd(
     }
     // No CRD: a built-in resource (Deployment, Role, ConfigMap, …), described
     // as the CRD it would have.
-    super::builtin::crd_from_openapi(service, &pr.spec.resource.api_group, &pr.spec.resource.kind)
+    super::openapi::crd_from_openapi(service, &pr.spec.resource.api_group, &pr.spec.resource.kind)
         .await?
         .ok_or_else(|| SchemaError::CrdNotFound {
             pr: pr_name,
@@ -333,9 +297,9 @@ pub fn to_schema(local_crd: &Value, projected_crd: &Value, agent_name: &str) -> 
     // As upstream: the CRD's API approval (required by kcp for the
     // protected *.k8s.io groups) is the one annotation kept.
     if let Some(approval) =
-        local_crd["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION].as_str()
+        local_crd["metadata"]["annotations"][crate::publish::openapi::APPROVAL_ANNOTATION].as_str()
     {
-        schema["metadata"]["annotations"][crate::publish::builtin::APPROVAL_ANNOTATION] =
+        schema["metadata"]["annotations"][crate::publish::openapi::APPROVAL_ANNOTATION] =
             json!(approval);
     }
     Resolved {

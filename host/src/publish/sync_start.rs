@@ -10,9 +10,10 @@ use tracing::info;
 
 use super::{Publisher, schema};
 use crate::apis::PublishedResource;
-use crate::selector::Selector;
+use crate::apis::selector::Selector;
+use crate::sync::context::SyncContext;
 use crate::sync::events::Failures;
-use crate::sync::syncer::{PluginSet, SyncContext};
+use crate::sync::ports::PluginSet;
 
 impl Publisher {
     /// The WasmPlugins the resource uses by name, sorted.
@@ -169,9 +170,9 @@ impl Publisher {
             remote: resolved.remote.clone(),
             local: resolved.local.clone(),
             kcp: self.kcp.clone(),
-            cache: crate::sync::cache::KcpCache::new(),
-            copies: crate::sync::cache::Store::new(|o: &DynamicObject| {
-                crate::sync::controller::local_key(o).map(|k| k.to_string())
+            cache: crate::controller::store::KcpCache::new(),
+            copies: crate::controller::store::Store::new(|o: &DynamicObject| {
+                crate::sync::labels::local_key(o).map(|k| k.to_string())
             }),
             namespaces: Default::default(),
             service: self.service.clone(),
@@ -180,6 +181,26 @@ impl Publisher {
             resync_all: Default::default(),
             resource_filter,
             namespace_filter,
+            related_finalizer: crate::sync::labels::related_finalizer(
+                pr.spec.related_finalizer(),
+                &self.cfg.agent_name,
+            ),
+            // Validated before the sync starts (unsupported_fields).
+            finalizer_wait: pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .and_then(|l| l.wait_for_other_finalizers.as_ref())
+                .map(|w| w.timeout().unwrap_or(crate::apis::FINALIZER_WAIT_DEFAULT)),
+            finalizer_waits: Default::default(),
+            workspace_deletion: pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .and_then(|l| l.workspace_deletion),
+            namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
+                crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
+            }),
             workspace_paths: pr.spec.enable_workspace_paths == Some(true),
             paths: Default::default(),
             failures: Failures::new({
@@ -193,6 +214,7 @@ impl Publisher {
             convergence: Default::default(),
             recorder: self.kcp_events.clone(),
             resync: self.cfg.resync,
+            workers: self.cfg.workers,
             in_sync: Default::default(),
         };
         let ctx = Arc::new(ctx);
@@ -202,7 +224,7 @@ impl Publisher {
         // restarted if it ever panics.
         tokio::spawn({
             let (ctx, cancel) = (ctx.clone(), cancel.clone());
-            crate::supervise::supervised(
+            crate::controller::supervise::supervised(
                 "sync-controller",
                 ctx.published_resource.clone(),
                 cancel.clone(),
@@ -226,7 +248,7 @@ impl Publisher {
             templates: match pr.spec.related.as_ref().is_some_and(|r| !r.is_empty()) {
                 true => Some(
                     self.plugins.text_templates(pr).await?
-                        as Arc<dyn crate::sync::related::Templates>,
+                        as Arc<dyn crate::sync::ports::Templates>,
                 ),
                 false => None,
             },
@@ -238,5 +260,5 @@ impl Publisher {
 fn label_selector(
     sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
 ) -> Result<Selector, String> {
-    crate::selector::from_label_selector(sel).map_err(|e| e.to_string())
+    crate::apis::selector::from_label_selector(sel).map_err(|e| e.to_string())
 }

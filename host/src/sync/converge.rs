@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::ObjectKey;
+use crate::controller::store::ObjectKey;
 
 /// Writes allowed per version of a key's inputs. A new object needs one;
 /// three leaves room for a write that raced another change.
@@ -205,15 +205,10 @@ pub fn leaf_paths(patch: &Value, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::KeyParts;
     use serde_json::json;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey::new(KeyParts {
-            cluster: "c".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
-        })
+        crate::testing::object_key("c", Some("ns"), name)
     }
 
     #[test]

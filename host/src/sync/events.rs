@@ -13,7 +13,7 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use tracing::debug;
 
-use super::ObjectKey;
+use crate::controller::store::ObjectKey;
 
 /// Upstream's event reasons on kcp objects.
 pub const OBJECT_ACCEPTED: &str = "ObjectAccepted";
@@ -23,6 +23,10 @@ pub const OBJECT_STATUS_SYNCED: &str = "ObjectStatusSynced";
 pub const OBJECT_CLEANUP: &str = "ObjectCleanup";
 pub const OBJECT_DELETED: &str = "ObjectDeleted";
 pub const RECONCILING_ERROR: &str = "ReconcilingError";
+/// syncweave: the copy waits for other finalizers on the kcp object.
+pub const WAITING_FOR_FINALIZERS: &str = "WaitingForFinalizers";
+/// syncweave: it waited `waitForOtherFinalizers.timeout` and goes on.
+pub const FINALIZER_WAIT_TIMED_OUT: &str = "FinalizerWaitTimedOut";
 
 /// A core/v1 Event about `obj` (its namespace, or `default` for a
 /// cluster-scoped object, where `kubectl describe` looks).
@@ -164,7 +168,7 @@ impl Recorder {
         if self.tx.try_send((client, event)).is_err() {
             self.dropped
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            crate::metrics::METRICS.events_dropped.inc();
+            crate::ops::metrics::METRICS.events_dropped.inc();
             return false;
         }
         true
@@ -346,15 +350,10 @@ fn summary(f: &BTreeMap<ObjectKey, String>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::KeyParts;
     use tokio::sync::Notify;
 
     fn key(name: &str) -> ObjectKey {
-        ObjectKey::new(KeyParts {
-            cluster: "c".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
-        })
+        crate::testing::object_key("c", Some("ns"), name)
     }
 
     #[test]
@@ -503,12 +502,12 @@ mod tests {
         );
         // The backlog is bounded: beyond it Events are dropped, not queued,
         // and counted where an operator sees them.
-        let exported = crate::metrics::METRICS.events_dropped.get();
+        let exported = crate::ops::metrics::METRICS.events_dropped.get();
         for i in 0..BACKLOG {
             r.record(client.clone(), ev(&format!("m{i}")));
         }
         assert!(r.dropped() > 0);
-        assert!(crate::metrics::METRICS.events_dropped.get() - exported >= r.dropped());
+        assert!(crate::ops::metrics::METRICS.events_dropped.get() - exported >= r.dropped());
     }
 
     #[test]

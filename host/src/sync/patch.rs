@@ -77,42 +77,13 @@ pub fn diff(old: &Value, new: &Value) -> Option<Value> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::testing::{json_object, json_value};
     use proptest::prelude::*;
     use serde_json::json;
 
     /// RFC 7386 applied to a document, to check what a patch does.
     fn apply(target: &mut Value, patch: &Value) {
         json_patch::merge(target, patch);
-    }
-
-    /// Any JSON value without nulls (a merge patch cannot set a field to
-    /// null: null deletes it), nested a few levels, keys from a small set
-    /// so that two documents share fields.
-    pub(crate) fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(|f| Value::Number(Number::from_f64(f).expect("finite"))),
-            // Integral floats: `6.0` next to `6`.
-            (-1000i64..1000).prop_map(|i| json!(i as f64)),
-            "[a-z\\\"\u{e9}\u{1F600}<>&]{0,5}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 32, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                json_object(inner),
-            ]
-        })
-    }
-
-    /// A JSON object whose values come from `values`.
-    pub(crate) fn json_object(
-        values: impl Strategy<Value = Value>,
-    ) -> impl Strategy<Value = Value> {
-        prop::collection::btree_map("[a-d]{1,2}", values, 0..5)
-            .prop_map(|m| Value::Object(m.into_iter().collect()))
     }
 
     /// Found by `go_encoding_never_makes_a_patch`: serde_json's default

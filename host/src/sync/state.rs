@@ -12,10 +12,10 @@ use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
-use super::ObjectKey;
-use super::cache::Store;
 use super::gojson;
 use super::labels::*;
+use crate::controller::store::ObjectKey;
+use crate::controller::store::Store;
 
 /// Names, keys, labels and values match upstream's byte for byte
 /// (internal/sync/state_store.go and meta.go in api-syncagent v0.7.0), so
@@ -232,7 +232,6 @@ impl StateStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::KeyParts;
 
     // Vectors computed with upstream api-syncagent v0.7.0's own code: a
     // throwaway test in its internal/sync package called
@@ -241,13 +240,7 @@ mod tests {
     // clusterName, logicalcluster.None).Key() for the data key, and
     // snapshotObject(object, ["status"]) for the stored value.
 
-    fn key(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey::new(KeyParts {
-            cluster: cluster.into(),
-            namespace: namespace.map(Into::into),
-            name: name.into(),
-        })
-    }
+    use crate::testing::object_key as key;
 
     #[test]
     fn a_state_over_a_secrets_limit_is_too_large() {

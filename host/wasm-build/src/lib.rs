@@ -29,6 +29,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 pub mod contract;
+#[cfg(feature = "embed")]
+pub mod embed;
 pub mod js;
 pub mod python;
 

@@ -4,11 +4,10 @@
 
 use super::*;
 
-impl SyncContext {
+impl RelatedPass<'_> {
     /// Sync one original to its copy. Returns whether to requeue.
     pub(super) async fn sync_object(
         &self,
-        p: &PrimaryPair<'_>,
         r: &Related,
         origin_api: &SideApi,
         dest_api: &SideApi,
@@ -35,6 +34,9 @@ impl SyncContext {
             .await
             .map_err(kerr("reading the copy", dest_what.clone()))?;
         let orig_finalizers = res.original.metadata.finalizers.clone().unwrap_or_default();
+        // Ours only: upstream's shared name, or this agent's own
+        // (spec.lifecycle.relatedFinalizer).
+        let hold = &self.sync.related_finalizer;
         let orig_deleting = res.original.metadata.deletion_timestamp.is_some();
 
         // Deletion: of the primary (cleanup), or of a kcp original (whose
@@ -46,13 +48,12 @@ impl SyncContext {
                         .delete(&res.dest_namespace, &res.dest_name)
                         .await
                         .map_err(kerr("deleting the copy", dest_what.clone()))?;
-                    info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "deleted related copy");
+                    info!(key = %self.key, identifier = %r.spec.identifier, copy = %dest_what, "deleted related copy");
                 }
                 return Ok(true);
             }
-            if !service && orig_finalizers.iter().any(|f| f == FINALIZER) {
-                let kept: Vec<&String> =
-                    orig_finalizers.iter().filter(|f| *f != FINALIZER).collect();
+            if !service && orig_finalizers.contains(hold) {
+                let kept: Vec<&String> = orig_finalizers.iter().filter(|f| **f != *hold).collect();
                 let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": res.original.metadata.resource_version}});
                 let released = origin_api
                     .api(&orig_ns)
@@ -67,9 +68,9 @@ impl SyncContext {
             return Ok(false);
         }
         // kcp originals are held by our finalizer until their copy is gone.
-        if !service && !orig_finalizers.iter().any(|f| f == FINALIZER) {
+        if !service && !orig_finalizers.contains(hold) {
             let mut f = orig_finalizers.clone();
-            f.push(FINALIZER.to_string());
+            f.push(hold.clone());
             let patch = json!({"metadata": {"finalizers": f, "resourceVersion": res.original.metadata.resource_version}});
             let held = origin_api
                 .api(&orig_ns)
@@ -118,7 +119,7 @@ impl SyncContext {
                     &projected
                 }
             };
-            m.mutate_spec(p.origin, &mut source, Some(other))
+            m.mutate_spec(&self.origin, &mut source, Some(other))
                 .await
                 .map_err(|e| config_err(&field, format!("mutation: {e}")))?;
             if !source["metadata"].is_object() {
@@ -142,7 +143,7 @@ impl SyncContext {
             cluster: if service {
                 String::new()
             } else {
-                p.key.cluster.clone()
+                self.key.cluster.clone()
             },
             namespace: Some(orig_ns.clone()).filter(|n| !n.is_empty()),
             name: orig_name.clone(),
@@ -160,7 +161,7 @@ impl SyncContext {
                             .await
                             .map_err(kerr("creating the namespace", res.dest_namespace.clone()))?;
                     } else {
-                        crate::namespace::ensure(&self.service, &res.dest_namespace)
+                        crate::kube::namespace::ensure(&self.service, &res.dest_namespace)
                             .await
                             .map_err(|e| RelatedError::Kube {
                                 field: field.clone(),
@@ -178,19 +179,19 @@ impl SyncContext {
                     // The cache has not seen the copy yet (it trails the
                     // API by a watch event): check again shortly.
                     Err(kube::Error::Api(s)) if s.code == 409 && dest_api.cached() => {
-                        debug!(key = %p.key, copy = %dest_what, "related copy exists but is not cached yet");
+                        debug!(key = %self.key, copy = %dest_what, "related copy exists but is not cached yet");
                         return Ok(true);
                     }
                     Err(e) => return Err(kerr("creating the copy", dest_what.clone())(e)),
                 };
                 dest_api.remember(created);
-                info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "created related copy");
+                info!(key = %self.key, identifier = %r.spec.identifier, copy = %dest_what, "created related copy");
                 changed = true;
             }
             Some(e) => {
                 let last = self
                     .state
-                    .get_entry(p.key, pav, pkind, &state_key)
+                    .get_entry(self.key, pav, pkind, &state_key)
                     .await
                     .map_err(kerr(
                         "reading the sync state of",
@@ -199,8 +200,8 @@ impl SyncContext {
                 match last {
                     Some(last) => {
                         let patch = patch::diff(
-                            &crate::sync::syncer::without_identity(&last),
-                            &crate::sync::syncer::without_identity(&state),
+                            &crate::sync::spec::without_identity(&last),
+                            &crate::sync::spec::without_identity(&state),
                         );
                         if let Some(patch) =
                             patch.filter(|p| p.as_object().is_some_and(|m| !m.is_empty()))
@@ -214,7 +215,7 @@ impl SyncContext {
                                 .await
                                 .map_err(kerr("patching the copy", dest_what.clone()))?;
                             dest_api.remember(patched);
-                            info!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "updated related copy");
+                            info!(key = %self.key, identifier = %r.spec.identifier, copy = %dest_what, "updated related copy");
                             changed = true;
                         }
                     }
@@ -254,7 +255,7 @@ impl SyncContext {
             }
         }
         self.state
-            .put_entry(p.key, pav, pkind, &state_key, &state)
+            .put_entry(self.key, pav, pkind, &state_key, &state)
             .await
             .map_err(kerr(
                 "storing the sync state of",
@@ -264,7 +265,6 @@ impl SyncContext {
         if sync_status {
             changed |= self
                 .forward_status(
-                    p,
                     r,
                     dest_api,
                     &res.dest_namespace,

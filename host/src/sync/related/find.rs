@@ -208,7 +208,7 @@ impl Primaries<'_> {
             match_labels: None,
             match_expressions: sel.match_expressions.clone(),
         };
-        let expressions = crate::selector::from_label_selector(&expressions)
+        let expressions = crate::apis::selector::from_label_selector(&expressions)
             .map_err(|e| format!("matchExpressions: {e}"))?;
         parts.extend(expressions.into_iter().map(|e| e.to_string()));
         parts.sort();
@@ -270,7 +270,8 @@ mod tests {
 
     use super::*;
     use crate::apis::{RelatedResourceSelectorRewrite, TemplateExpression};
-    use crate::sync::related::Templates;
+    use crate::sync::ports::Templates;
+    use futures::future::BoxFuture;
 
     /// Replaces `{{ .X.y.z }}` with the value at that path; enough to test
     /// which context each template gets.

@@ -3,7 +3,7 @@
 //! copied from their origin side (`service` or `kcp`) to the other side once
 //! the primary is in sync, and cleaned up when the primary is deleted.
 //!
-//! Per primary ([`SyncContext::process_related`]), for each entry: [`resolve`]
+//! Per primary ([`run`]), for each entry: [`resolve`]
 //! its kinds and the originals it names, [`copy`] each one to the other side,
 //! then forward its [`status`] when `syncStatus` asks. [`find`] holds the
 //! pure logic over the two primaries (templates run in the sandbox through
@@ -14,127 +14,67 @@ mod find;
 mod resolve;
 mod status;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
-use super::labels::FINALIZER;
-use super::related_cache::SideApi;
+use super::caches::SideApi;
+use super::context::Pass;
+use super::error::{RelatedError, SyncError, config_err};
+use super::patch;
+use super::ports::{Related, Templates};
 use super::strip::strip_metadata;
-use super::syncer::{Mutator, Origin, Outcome, SyncContext, SyncError};
-use super::{KeyParts, ObjectKey, patch};
 use crate::apis::{
     RegularExpression, RelatedResourceObjectReference, RelatedResourceObjectSelector,
-    RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec,
+    RelatedResourceObjectSpec, RelatedResourceOrigin,
 };
+use crate::controller::runner::Outcome;
+use crate::controller::store::{KeyParts, ObjectKey};
 use find::*;
 use resolve::Resolved;
-pub(in crate::sync) use resolve::api_resource;
+pub(super) use resolve::api_resource;
 
 /// Annotation prefix on the kcp primary recording service-origin copies.
 pub const ANNOTATION_PREFIX: &str = "related-resources.syncagent.kcp.io/";
 /// Warning Event when `syncStatus` is on but the copy has no /status.
 pub const STATUS_SUBRESOURCE_MISSING: &str = "StatusSubresourceMissing";
 
-/// Evaluates a Go template with a context (the built-in renderer, in the
-/// sandbox; a fake in unit tests). Async: the sandbox call runs on the
-/// blocking pool.
-pub trait Templates: Send + Sync {
-    fn render<'a>(
-        &'a self,
-        cluster: &'a str,
-        template: &'a str,
-        values: &'a Value,
-    ) -> BoxFuture<'a, Result<String, String>>;
+/// The related-object pass of one primary: its [`Pass`] and its copy on
+/// the service cluster.
+struct RelatedPass<'a> {
+    pass: &'a Pass<'a>,
+    /// The primary's copy, as JSON.
+    local: &'a Value,
 }
 
-/// One configured related resource, ready to sync.
-pub struct Related {
-    /// Position in `spec.related` (for messages).
-    pub index: usize,
-    pub spec: RelatedResourceSpec,
-    pub mutator: Option<Arc<dyn Mutator>>,
-}
-
-impl Related {
-    fn field(&self) -> String {
-        format!("spec.related[{}] ({})", self.index, self.spec.identifier)
-    }
-    pub(super) fn is_service(&self) -> bool {
-        self.spec.origin == RelatedResourceOrigin::Service
+impl<'a> std::ops::Deref for RelatedPass<'a> {
+    type Target = Pass<'a>;
+    fn deref(&self) -> &Pass<'a> {
+        self.pass
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RelatedError {
-    #[error("{field}: {message}")]
-    Config { field: String, message: String },
-    #[error("{field}: {action} {what}: {source}{}", access_hint(source))]
-    Kube {
-        field: String,
-        action: &'static str,
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-/// What to check when the API server refuses access to related objects.
-fn access_hint(e: &kube::Error) -> &'static str {
-    match e {
-        kube::Error::Api(s) if s.code == 403 => {
-            " (in kcp, consumers must accept the APIExport's permission claims on namespaces and \
-             the related types; on the service cluster, the agent needs access to the related types, \
-             e.g. the chart's rbac.publishedResources)"
+/// Process every related resource of the primary of `pass`, whose copy is
+/// `local` (after the primary is in sync, or in delete mode while the
+/// primary is being deleted). `Some` asks the caller to requeue.
+pub(super) async fn run(
+    pass: &Pass<'_>,
+    local: &Value,
+    deleting: bool,
+) -> Result<Option<Outcome>, SyncError> {
+    let rp = RelatedPass { pass, local };
+    for r in &pass.plugins.related {
+        if let Some(o) = rp.process_one(r, deleting).await? {
+            return Ok(Some(o));
         }
-        _ => "",
     }
+    Ok(None)
 }
 
-fn config_err(field: &str, message: impl Into<String>) -> RelatedError {
-    RelatedError::Config {
-        field: field.to_string(),
-        message: message.into(),
-    }
-}
-
-/// What the related-resource pass needs from the primary's sync.
-pub struct PrimaryPair<'a> {
-    pub key: &'a ObjectKey,
-    pub origin: &'a Origin<'a>,
-    /// The kcp primary.
-    pub remote: &'a Value,
-    /// Its copy on the service cluster.
-    pub local: &'a Value,
-}
-
-impl SyncContext {
-    /// Process every related resource (after the primary is in sync, or in
-    /// delete mode while the primary is being deleted). `Some` asks the
-    /// caller to requeue.
-    pub(super) async fn process_related(
-        &self,
-        p: &PrimaryPair<'_>,
-        deleting: bool,
-    ) -> Result<Option<Outcome>, SyncError> {
-        let plugins = self.plugins();
-        for r in &plugins.related {
-            if let Some(o) = self
-                .process_one(p, r, deleting)
-                .await
-                .map_err(SyncError::from)?
-            {
-                return Ok(Some(o));
-            }
-        }
-        Ok(None)
-    }
-
+impl RelatedPass<'_> {
     async fn side_api(
         &self,
         r: &Related,
@@ -186,7 +126,6 @@ impl SyncContext {
 
     async fn process_one(
         &self,
-        p: &PrimaryPair<'_>,
         r: &Related,
         deleting: bool,
     ) -> Result<Option<Outcome>, RelatedError> {
@@ -197,18 +136,18 @@ impl SyncContext {
             return Ok(None);
         }
         let (origin_obj, dest_obj) = if service {
-            (p.local, p.remote)
+            (self.local, self.object)
         } else {
-            (p.remote, p.local)
+            (self.object, self.local)
         };
-        let origin_api = self.side_api(r, service, p.key).await?;
-        let dest_api = self.side_api(r, !service, p.key).await?;
+        let origin_api = self.side_api(r, service, self.key).await?;
+        let dest_api = self.side_api(r, !service, self.key).await?;
         let prim = Primaries {
             origin: origin_obj,
             dest: dest_obj,
             origin_side: r.spec.origin,
-            cluster: &p.key.cluster,
-            path: p.origin.path,
+            cluster: &self.key.cluster,
+            path: self.origin.path,
         };
         let mut resolved = self.resolve(&field, r, &prim, &origin_api).await?;
         resolved.sort_by_key(|x| {
@@ -221,7 +160,7 @@ impl SyncContext {
         let mut requeue = false;
         for (idx, res) in resolved.iter().enumerate() {
             requeue |= self
-                .sync_object(p, r, &origin_api, &dest_api, res, force_delete)
+                .sync_object(r, &origin_api, &dest_api, res, force_delete)
                 .await?;
             if service && !deleting {
                 let annotation = format!("{ANNOTATION_PREFIX}{}.{idx}", r.spec.identifier);
@@ -231,23 +170,25 @@ impl SyncContext {
                     &origin_api.ar.api_version,
                     &origin_api.ar.kind,
                 );
-                let existing = p.remote["metadata"]["annotations"][&annotation].as_str();
+                let existing = self.object["metadata"]["annotations"][&annotation].as_str();
                 if existing != Some(value.as_str()) {
-                    let kcp_api = self
-                        .kcp_api(p.key)
-                        .map_err(|e| config_err(&field, e.to_string()))?;
                     let patch = json!({"metadata": {"annotations": {&annotation: value}}});
-                    let recorded = kcp_api
-                        .patch(&p.key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    let recorded = self
+                        .kcp_api
+                        .patch(
+                            &self.key.name,
+                            &PatchParams::default(),
+                            &Patch::Merge(&patch),
+                        )
                         .await
                         .map_err(|source| RelatedError::Kube {
                             field: field.clone(),
                             action: "recording the related object on",
-                            what: p.key.to_string(),
+                            what: self.key.to_string(),
                             source,
                         })?;
                     self.cache.write_through(recorded);
-                    debug!(key = %p.key, %annotation, "recorded related object on the primary");
+                    debug!(key = %self.key, %annotation, "recorded related object on the primary");
                     return Ok(Some(Outcome::Requeue(Duration::ZERO)));
                 }
             }

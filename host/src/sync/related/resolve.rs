@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl SyncContext {
+impl RelatedPass<'_> {
     /// Find the originals and the names of their copies.
     pub(super) async fn resolve(
         &self,
@@ -13,7 +13,7 @@ impl SyncContext {
         prim: &Primaries<'_>,
         origin_api: &SideApi,
     ) -> Result<Vec<Resolved>, RelatedError> {
-        let plugins = self.plugins();
+        let plugins = self.plugins.clone();
         let templates = plugins.templates.as_deref().ok_or_else(|| {
             config_err(
                 field,

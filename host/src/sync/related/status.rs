@@ -3,14 +3,13 @@
 
 use super::*;
 
-impl SyncContext {
+impl RelatedPass<'_> {
     /// `syncStatus`: write the original's status to the copy through
     /// `/status`. A copy without the subresource gets a Warning Event (on
     /// the kcp-side related object) instead of an endless retry.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn forward_status(
         &self,
-        p: &PrimaryPair<'_>,
         r: &Related,
         dest_api: &SideApi,
         dest_ns: &str,
@@ -51,14 +50,14 @@ impl SyncContext {
         {
             Ok(updated) => {
                 dest_api.remember(updated);
-                debug!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "forwarded status of related object");
+                debug!(key = %self.key, identifier = %r.spec.identifier, copy = %dest_what, "forwarded status of related object");
                 Ok(true)
             }
             Err(kube::Error::Api(s)) if s.code == 404 => {
-                warn!(key = %p.key, identifier = %r.spec.identifier, copy = %dest_what, "syncStatus is set but the copy has no status subresource");
+                warn!(key = %self.key, identifier = %r.spec.identifier, copy = %dest_what, "syncStatus is set but the copy has no status subresource");
                 let kcp_side = if r.is_service() { &cur } else { original };
                 self.emit(
-                    p.key,
+                    self.key,
                     kcp_side,
                     true,
                     STATUS_SUBRESOURCE_MISSING,
