@@ -175,6 +175,26 @@ impl Env {
         self.agent = Some(agent);
     }
 
+    /// Run upstream api-syncagent's `binary` in the agent's place, with the
+    /// same identities and flags (a provider swapping binaries): the
+    /// `sync` subcommand dropped, probes off (`--health-address 0`).
+    pub fn start_upstream_agent(&mut self, binary: &Path) {
+        let kcp_kc = self.dir.join("kcp.kubeconfig");
+        self.kcp
+            .write_kubeconfig_with_token(&self.provider.path, AGENT_KCP_TOKEN, &kcp_kc)
+            .unwrap();
+        let svc_kc = self.dir.join("service.kubeconfig");
+        self.service
+            .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
+            .unwrap();
+        let mut args = self.agent_args(&kcp_kc, &svc_kc, &["--health-address", "0"]);
+        args.retain(|a| a != "sync");
+        self.agent = None;
+        let agent = Agent::start(binary, &args, self.dir.join("upstream-agent.log"))
+            .expect("upstream api-syncagent starts");
+        self.agent = Some(agent);
+    }
+
     /// The sync agent's command line with these kubeconfigs (the service
     /// one as the chart's ServiceAccount), as [`Env::start_agent`] runs it.
     pub fn agent_args(&self, kcp_kc: &Path, svc_kc: &Path, extra: &[&str]) -> Vec<String> {
@@ -246,16 +266,28 @@ impl Env {
         status: &str,
         reason: &str,
     ) -> serde_json::Value {
+        self.wait_for_condition(name, "Ready", status, reason).await
+    }
+
+    /// Wait until PublishedResource `name` has condition `type_` with
+    /// `status` and `reason`, and return that condition.
+    pub async fn wait_for_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+    ) -> serde_json::Value {
         let prs = self.published_resources();
         eventually(
-            &format!("PublishedResource {name} Ready={status} ({reason})"),
+            &format!("PublishedResource {name} {type_}={status} ({reason})"),
             Duration::from_secs(90),
             || async {
                 let pr = get_opt(&prs, name).await?;
                 Ok(pr.and_then(|p| {
                     p.data["status"]["conditions"]
                         .as_array()
-                        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
                         .filter(|c| c["status"] == status && c["reason"] == reason)
                         .cloned()
                 }))
