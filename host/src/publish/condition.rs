@@ -86,14 +86,16 @@ impl Publisher {
             .iter()
             .map(|c| (self.condition_type(c.type_), c))
             .collect();
-        let unchanged = ours.iter().all(|(t, c)| {
+        // Whether the resource already says `c` under type `t`.
+        let said_already = |t: &String, c: &Said| {
             current.iter().any(|x| {
                 &x.type_ == t
                     && x.status == c.status
                     && x.reason == c.reason
                     && x.message == c.message
             })
-        });
+        };
+        let unchanged = ours.iter().all(|(t, c)| said_already(t, c));
         let stale = current
             .iter()
             .any(|x| owned.contains(&x.type_) && !ours.iter().any(|(t, _)| t == &x.type_));
@@ -101,13 +103,7 @@ impl Publisher {
             return;
         }
         for (t, c) in &ours {
-            let is_new = !current.iter().any(|x| {
-                &x.type_ == t
-                    && x.status == c.status
-                    && x.reason == c.reason
-                    && x.message == c.message
-            });
-            if c.type_ == "Ready" && c.status == "False" && is_new {
+            if c.type_ == "Ready" && c.status == "False" && !said_already(t, c) {
                 // Events say the same as the condition, where `kubectl describe` shows them.
                 let ev = Event {
                     type_: EventType::Warning,
