@@ -12,6 +12,8 @@ use syncweave_tests::env::*;
 use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
+/// The name of the example PublishedResource ([`PUBLISHED_RESOURCE`]).
+const PR_NAME: &str = "publish-crontabs";
 
 fn finalizers(obj: &DynamicObject) -> Vec<String> {
     obj.metadata.finalizers.clone().unwrap_or_default()
@@ -370,6 +372,17 @@ async fn copies_wait_for_other_finalizers_with_a_timeout() {
     .await;
     assert_eq!(waiting.1, "Normal");
     assert!(waiting.2.contains("example.com/backup"), "{waiting:?}");
+    // The provider sees it on the PublishedResource too.
+    let condition = env
+        .wait_for_condition(PR_NAME, "WaitingForFinalizers", "True", "Waiting")
+        .await;
+    let message = condition["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("1 copy waits (up to 20s")
+            && message.contains("released")
+            && message.contains("example.com/backup"),
+        "{condition}"
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert!(
         get_opt(&copies, &default_copy_name("default", "released"))
@@ -398,6 +411,8 @@ async fn copies_wait_for_other_finalizers_with_a_timeout() {
     )
     .await;
     wait_gone(&kcp_crontabs, "released", "the kcp object deleted").await;
+    env.wait_for_condition(PR_NAME, "WaitingForFinalizers", "False", "NoneWaiting")
+        .await;
 
     // 2. A finalizer that stays: the copy goes after the timeout, said with
     //    a Warning; the kcp object keeps only the other finalizer.
@@ -435,6 +450,83 @@ async fn copies_wait_for_other_finalizers_with_a_timeout() {
         Ok((finalizers(&o) == ["example.com/backup"]).then_some(()))
     })
     .await;
+    let condition = env
+        .wait_for_condition(PR_NAME, "WaitingForFinalizers", "False", "TimedOut")
+        .await;
+    let message = condition["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("1 wait(s) timed out after 20s") && message.contains("stuck"),
+        "{condition}"
+    );
+    env.wait_for_ready(PR_NAME, "True", "Syncing").await;
+}
+
+/// A provider turns `relatedFinalizer: PerAgent` off again (to hand back to
+/// upstream, which knows only the shared name): the agent moves its hold
+/// on kcp-origin related objects from its own name to the shared one, so
+/// no hold is left that nobody would release; then the primary's deletion
+/// releases it as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_related_hold_moves_to_the_shared_name_when_the_policy_changes() {
+    let env = Env::start("lifecycle-policy", crate::binary()).await;
+    let related = "  related:\n    - identifier: config\n      origin: kcp\n      kind: ConfigMap\n      \
+                   object:\n        reference:\n          path: metadata.name\n          \
+                   regex: {pattern: \"$\", replacement: \"-config\"}\n";
+    env.publish_yaml(&format!(
+        "{PUBLISHED_RESOURCE}  lifecycle: {{relatedFinalizer: PerAgent}}\n{related}"
+    ))
+    .await;
+    for resource in ["configmaps", "namespaces", "events"] {
+        env.wait_for_export_claim("", resource).await;
+    }
+    let (_consumer, client) = env
+        .consumer_accepting(
+            "consumer",
+            &[("", "events"), ("", "configmaps"), ("", "namespaces")],
+        )
+        .await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    config_maps
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "db-config", "namespace": "default"},
+                "data": {"size": "small"},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let kcp_crontabs = crontabs(&client, "default");
+    create(&kcp_crontabs, crontab("db", "img")).await;
+    let own = format!("cleanup.syncagent.kcp.io/{AGENT_NAME}");
+    let holds = |want: Vec<String>| {
+        let config_maps = config_maps.clone();
+        async move {
+            eventually(&format!("the ConfigMap held by {want:?}"), WAIT, || async {
+                let c = config_maps
+                    .get_opt("db-config")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let got = c.and_then(|c| c.metadata.finalizers).unwrap_or_default();
+                Ok((got == want).then_some(()))
+            })
+            .await
+        }
+    };
+    holds(vec![own.clone()]).await;
+
+    env.publish_yaml(&format!("{PUBLISHED_RESOURCE}{related}"))
+        .await;
+    holds(vec![FINALIZER.to_string()]).await;
+
+    kcp_crontabs
+        .delete("db", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&kcp_crontabs, "db", "the CronTab deleted").await;
+    holds(vec![]).await;
 }
 
 /// The state Secret of CronTab `default/name` of workspace `cluster`.

@@ -30,6 +30,7 @@ mod scaffold;
 mod shards;
 mod steady;
 mod sync;
+mod takeover;
 
 /// The binary under test, built by cargo before this test binary.
 pub fn binary() -> &'static std::path::Path {

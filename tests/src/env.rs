@@ -141,10 +141,7 @@ impl Env {
 
     /// Run the agent with the kcp identity of `kcp_token` (see [`crate::kcp`]).
     pub fn start_agent_as(&mut self, kcp_token: &str, extra: &[&str]) {
-        let kcp_kc = self.dir.join("kcp.kubeconfig");
-        self.kcp
-            .write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
-            .unwrap();
+        let kcp_kc = self.kcp_kubeconfig(kcp_token);
         self.run_agent(&kcp_kc, extra);
     }
 
@@ -158,12 +155,26 @@ impl Env {
         self.run_agent(&kcp_kc, extra);
     }
 
-    fn run_agent(&mut self, kcp_kc: &Path, extra: &[&str]) {
+    /// The kcp kubeconfig of the agent with the identity of `kcp_token`.
+    fn kcp_kubeconfig(&self, kcp_token: &str) -> std::path::PathBuf {
+        let kcp_kc = self.dir.join("kcp.kubeconfig");
+        self.kcp
+            .write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
+            .unwrap();
+        kcp_kc
+    }
+
+    /// The service-cluster kubeconfig of the agent: the chart's ServiceAccount.
+    fn service_kubeconfig(&self) -> std::path::PathBuf {
         let svc_kc = self.dir.join("service.kubeconfig");
         self.service
             .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
             .unwrap();
-        let args = self.agent_args(kcp_kc, &svc_kc, extra);
+        svc_kc
+    }
+
+    fn run_agent(&mut self, kcp_kc: &Path, extra: &[&str]) {
+        let args = self.agent_args(kcp_kc, &self.service_kubeconfig(), extra);
         self.agent = None;
         let agent = Agent::start_with_env(
             &self.binary,
@@ -172,6 +183,22 @@ impl Env {
             self.dir.join("agent.log"),
         )
         .expect("agent starts");
+        self.agent = Some(agent);
+    }
+
+    /// Run upstream api-syncagent's `binary` in the agent's place, with the
+    /// same identities and flags (a provider swapping binaries): the
+    /// `sync` subcommand dropped, probes off (`--health-address 0`).
+    pub fn start_upstream_agent(&mut self, binary: &Path) {
+        let (kcp_kc, svc_kc) = (
+            self.kcp_kubeconfig(AGENT_KCP_TOKEN),
+            self.service_kubeconfig(),
+        );
+        let mut args = self.agent_args(&kcp_kc, &svc_kc, &["--health-address", "0"]);
+        args.retain(|a| a != "sync");
+        self.agent = None;
+        let agent = Agent::start(binary, &args, self.dir.join("upstream-agent.log"))
+            .expect("upstream api-syncagent starts");
         self.agent = Some(agent);
     }
 
@@ -246,16 +273,28 @@ impl Env {
         status: &str,
         reason: &str,
     ) -> serde_json::Value {
+        self.wait_for_condition(name, "Ready", status, reason).await
+    }
+
+    /// Wait until PublishedResource `name` has condition `type_` with
+    /// `status` and `reason`, and return that condition.
+    pub async fn wait_for_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+    ) -> serde_json::Value {
         let prs = self.published_resources();
         eventually(
-            &format!("PublishedResource {name} Ready={status} ({reason})"),
+            &format!("PublishedResource {name} {type_}={status} ({reason})"),
             Duration::from_secs(90),
             || async {
                 let pr = get_opt(&prs, name).await?;
                 Ok(pr.and_then(|p| {
                     p.data["status"]["conditions"]
                         .as_array()
-                        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
                         .filter(|c| c["status"] == status && c["reason"] == reason)
                         .cloned()
                 }))

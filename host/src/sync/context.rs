@@ -69,10 +69,15 @@ pub struct SyncContext {
     /// The finalizer on kcp-origin related objects
     /// (`spec.lifecycle.relatedFinalizer`).
     pub related_finalizer: String,
+    /// This agent's related finalizer under the other policy, when it is
+    /// its own alone ([`super::labels::former_related_finalizer`]): moved to
+    /// `related_finalizer` on sight, released with it.
+    pub former_related_finalizer: Option<String>,
     /// `spec.lifecycle.waitForOtherFinalizers.timeout`, when set.
     pub finalizer_wait: Option<std::time::Duration>,
-    /// kcp objects whose copy waits for other finalizers (said once each).
-    pub finalizer_waits: std::sync::Mutex<std::collections::HashSet<ObjectKey>>,
+    /// kcp objects whose copy waits for other finalizers (for the Events
+    /// and the PublishedResource's condition); `Some` with `finalizer_wait`.
+    pub finalizer_waits: Option<Arc<super::finalizer_wait::FinalizerWaits>>,
     /// `spec.lifecycle.workspaceDeletion`.
     pub workspace_deletion: Option<crate::apis::WorkspaceDeletion>,
     /// `spec.managedNamespaceMetadata`.

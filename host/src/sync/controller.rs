@@ -61,6 +61,12 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
             let ctx = ctx.clone();
             move |queue| watch_copies(ctx.clone(), queue)
         })
+        // A server that answers again: objects that failed on it are
+        // retried now, not after the backoff they reached during the outage.
+        .feed("retry-on-recovery", {
+            let ctx = ctx.clone();
+            move |queue| retry_on_recovery(ctx.clone(), queue)
+        })
         // After a plugin swap every object is checked again with the new code.
         .feed("plugin-resync", {
             let ctx = ctx.clone();
@@ -81,6 +87,44 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         .run()
         .await;
     info!(published_resource = %ctx.published_resource, "stopped sync controller");
+}
+
+/// When failed objects are pulled forward after a server answers again
+/// (gaps, from its first proper answer). One retry is not enough: a
+/// kube-apiserver that just restarted answers 403 to everything for its
+/// first moments, until its RBAC cache is loaded (seen in the outage
+/// test), and those 403s grow the backoff further. At most four early
+/// retries per recovery, 7 s apart in all, so a server that flaps does
+/// not turn backoff into a retry storm.
+const RECOVERY_RETRIES: [Duration; 4] = [
+    Duration::ZERO,
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// Retry the failed objects early whenever kcp or the service cluster
+/// answers properly again after trouble, instead of at the end of a
+/// backoff that grew during the outage (up to 30 s).
+async fn retry_on_recovery(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
+    let mut kcp = crate::kube::client::recoveries("kcp");
+    let mut service = crate::kube::client::recoveries("service");
+    loop {
+        let server = tokio::select! {
+            r = kcp.changed() => r.map(|_| "kcp"),
+            r = service.changed() => r.map(|_| "service"),
+        };
+        let Ok(server) = server else {
+            return;
+        };
+        for gap in RECOVERY_RETRIES {
+            tokio::time::sleep(gap).await;
+            let n = queue.retry_failed_now();
+            if n > 0 {
+                info!(published_resource = %ctx.published_resource, server, objects = n, "the API server answers again: retrying failed objects now");
+            }
+        }
+    }
 }
 
 impl crate::controller::runner::Reconcile for SyncContext {

@@ -106,10 +106,9 @@ impl SyncContext {
         if let Some(m) = &self.namespace_metadata {
             m.forget(key);
         }
-        self.finalizer_waits
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
+        if let Some(w) = &self.finalizer_waits {
+            w.ended(key);
+        }
         let finalizers: Vec<String> = remote
             .metadata
             .finalizers
@@ -164,16 +163,13 @@ impl SyncContext {
         remote: &DynamicObject,
     ) -> Option<Outcome> {
         let timeout = self.finalizer_wait?;
-        let others = other_finalizers(remote, &[FINALIZER, self.related_finalizer.as_str()]);
-        let mut waits = self
-            .finalizer_waits
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let said = waits.contains(key);
+        let waits = self.finalizer_waits.as_ref()?;
+        let mut ours = vec![FINALIZER, self.related_finalizer.as_str()];
+        ours.extend(self.former_related_finalizer.as_deref());
+        let others = other_finalizers(remote, &ours);
         let object = || serde_json::to_value(remote).unwrap_or_default();
         if others.is_empty() {
-            if said {
-                waits.remove(key);
+            if waits.ended(key) {
                 info!(%key, "other finalizers gone; deleting the service copy");
             }
             return None;
@@ -183,8 +179,9 @@ impl SyncContext {
             .duration_since(since)
             .unsigned_abs();
         if waited >= timeout {
-            waits.remove(key);
-            drop(waits);
+            if !waits.timed_out(key, &others) {
+                return None;
+            }
             let message = format!(
                 "waited {}s (spec.lifecycle.waitForOtherFinalizers.timeout) for finalizers {} \
                  to be removed; deleting the copy on the service cluster anyway",
@@ -201,9 +198,7 @@ impl SyncContext {
             );
             return None;
         }
-        if !said {
-            waits.insert(key.clone());
-            drop(waits);
+        if waits.waiting(key, &others) {
             let message = format!(
                 "waiting up to {}s for finalizers {} to be removed before deleting the copy on \
                  the service cluster (spec.lifecycle.waitForOtherFinalizers)",

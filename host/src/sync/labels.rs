@@ -25,6 +25,24 @@ pub fn related_finalizer(policy: crate::apis::RelatedFinalizer, agent: &str) -> 
         crate::apis::RelatedFinalizer::Shared => FINALIZER.to_string(),
     }
 }
+
+/// The name of agent `agent`'s finalizer that its current policy does not
+/// use, when that name is its own alone: under `Shared`, its per-agent
+/// name, left on objects held while the policy was `PerAgent`. (Under
+/// `PerAgent`, the shared name may be another agent's: never claimed.)
+pub fn former_related_finalizer(
+    policy: crate::apis::RelatedFinalizer,
+    agent: &str,
+) -> Option<String> {
+    match policy {
+        crate::apis::RelatedFinalizer::Shared => Some(related_finalizer(
+            crate::apis::RelatedFinalizer::PerAgent,
+            agent,
+        )),
+        crate::apis::RelatedFinalizer::PerAgent => None,
+    }
+}
+
 /// Label on namespaces the agent created while `workspaceDeletion: Delete`
 /// was set: the agent's name.
 pub const CREATED_BY_LABEL: &str = "syncweave.dev/created-by-agent";

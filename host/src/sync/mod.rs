@@ -19,6 +19,7 @@ pub mod converge;
 pub mod deletion;
 pub mod error;
 pub mod events;
+pub mod finalizer_wait;
 pub mod gojson;
 pub mod labels;
 pub mod leaving;
