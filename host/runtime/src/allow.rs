@@ -44,7 +44,7 @@ impl fmt::Display for Allowed {
 
 /// What an operator allows the plugins of one WasmPlugin or
 /// PublishedResource (`owner`, e.g. `PublishedResource/configmaps`) to read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowList {
     pub owner: String,
     pub allowed: Vec<Allowed>,
@@ -65,7 +65,7 @@ impl AllowList {
     }
 
     /// The refusal of `what`, naming the allow-list.
-    fn refuse(&self, what: &str) -> ReadError {
+    pub fn refusal(&self, what: &str) -> ReadError {
         let list = if self.allowed.is_empty() {
             "nothing".to_string()
         } else {
@@ -103,7 +103,7 @@ impl AllowList {
         if allowed {
             Ok(())
         } else {
-            Err(self.refuse(what))
+            Err(self.refusal(what))
         }
     }
 }
