@@ -220,7 +220,7 @@ impl Publisher {
             failures: Failures::new(wake_paced.clone()),
             related_kinds: Default::default(),
             related_caches: Default::default(),
-            reads: crate::sync::reads::ReadsConfig::of(pr).map(Arc::new),
+            reads: Arc::new(crate::sync::reads::ReadsConfig::of(pr)),
             read_deps: Default::default(),
             plugin_reports: crate::sync::plugin_reports::PluginReports::new(wake_paced),
             convergence: Default::default(),

@@ -96,8 +96,8 @@ pub struct SyncContext {
     /// Related objects on both sides, by kind (and the kinds `spec.reads`
     /// allows plugins to read).
     pub related_caches: RelatedCaches,
-    /// `spec.reads`, when it allows anything.
-    pub reads: Option<Arc<super::reads::ReadsConfig>>,
+    /// `spec.reads` (what plugins may read; maybe nothing).
+    pub reads: Arc<super::reads::ReadsConfig>,
     /// Which objects' last pass read what (re-synced when it changes).
     pub read_deps: super::reads::ReadDeps,
     /// Objects whose plugins reported warnings, for the condition.
@@ -273,7 +273,7 @@ impl SyncContext {
     /// runs twice per reconcile.
     pub(super) fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
         if !self.plugins().related.is_empty()
-            || self.reads.is_some()
+            || self.reads.any()
             || self.namespace_filter.is_some()
             || self.namespace_metadata.is_some()
             || !self.copies.synced()

@@ -49,9 +49,10 @@ fn gvr(r: &Resource) -> Gvr {
 }
 
 impl ReadsConfig {
-    /// `spec.reads` of `pr`, or `None` when it allows nothing.
-    pub fn of(pr: &PublishedResource) -> Option<ReadsConfig> {
-        let spec = pr.spec.reads.as_ref().filter(|r| r.any())?;
+    /// `spec.reads` of `pr` (allowing nothing when it is unset).
+    pub fn of(pr: &PublishedResource) -> ReadsConfig {
+        let default = crate::apis::ReadsSpec::default();
+        let spec = pr.spec.reads.as_ref().unwrap_or(&default);
         let mut c = ReadsConfig {
             consumer_namespace: spec.consumer_namespace == Some(true),
             ..ReadsConfig::default()
@@ -104,7 +105,12 @@ impl ReadsConfig {
             ),
             allowed,
         );
-        Some(c)
+        c
+    }
+
+    /// Whether anything is readable.
+    pub fn any(&self) -> bool {
+        !self.allow.allowed.is_empty()
     }
 
     /// The kinds to watch on one side for reads.

@@ -127,18 +127,15 @@ impl SyncContext {
         // Each object's JSON form, made once for every phase (and every
         // plugin call) of this pass.
         let remote_json = to_json(key, "the kcp object", &remote)?;
-        // Plugin reads of this pass, answered from the caches.
-        let object_reads = self.reads.as_ref().map(|config| {
-            Arc::new(ObjectReads::new(
-                config.clone(),
-                key,
-                &self.related_caches,
-                self.cache.route(&key.cluster),
-            ))
-        });
-        let read_host = object_reads
-            .clone()
-            .map(|r| r as Arc<dyn syncweave_runtime::ReadHost>);
+        // Plugin reads of this pass, answered from the caches (or refused,
+        // naming `spec.reads`, when it allows nothing).
+        let object_reads = Arc::new(ObjectReads::new(
+            self.reads.clone(),
+            key,
+            &self.related_caches,
+            self.cache.route(&key.cluster),
+        ));
+        let read_host = Some(object_reads.clone() as Arc<dyn syncweave_runtime::ReadHost>);
         let pass = Pass {
             sync: self,
             plugins: self.plugins(),
@@ -152,8 +149,8 @@ impl SyncContext {
         // What the pass read decides which changes wake it, whatever its
         // outcome: a call that failed for want of an object is retried
         // when the object appears.
-        if let Some(r) = &object_reads {
-            self.read_deps.record(key, r.targets());
+        if self.reads.any() {
+            self.read_deps.record(key, object_reads.targets());
         }
         let reported =
             std::mem::take(&mut *pass.reported.lock().unwrap_or_else(|e| e.into_inner()));

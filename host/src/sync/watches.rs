@@ -228,9 +228,7 @@ pub fn kinds(ctx: &SyncContext, service_side: bool) -> BTreeSet<Gvr> {
         out.insert(namespaces_gvr());
     }
     // What `spec.reads` lets plugins read is answered from these caches.
-    if let Some(reads) = &ctx.reads {
-        out.extend(reads.kinds(service_side));
-    }
+    out.extend(ctx.reads.kinds(service_side));
     out
 }
 

@@ -121,6 +121,10 @@ struct SyncweaveTable {
     app: Option<String>,
     entry: Option<String>,
     name: Option<String>,
+    /// The contract version (`0.1` or `0.2`); read and checked by the
+    /// builder (`syncweave_wasm_build::contract`), accepted here.
+    #[allow(dead_code)]
+    contract: Option<String>,
 }
 
 fn check_world(world: Option<String>, file: &Path, key: &str) -> anyhow::Result<String> {
