@@ -241,7 +241,10 @@ mod tests {
     }
 
     fn list_failed(code: u16) -> watcher::Error {
-        let mut s = Status::failure("the server could not find the requested resource", "NotFound");
+        let mut s = Status::failure(
+            "the server could not find the requested resource",
+            "NotFound",
+        );
         s.code = code;
         watcher::Error::InitialListFailed(kube::Error::Api(Box::new(s)))
     }
@@ -301,6 +304,9 @@ mod tests {
         // Progress (a completed list) starts the backoff and the reports over.
         let (last, report, _) = retries[ATTEMPTS];
         assert!(report, "a new streak is reported");
-        assert!(matches!(last, Retry::After(d) if d <= FIRST_RETRY), "{last:?}");
+        assert!(
+            matches!(last, Retry::After(d) if d <= FIRST_RETRY),
+            "{last:?}"
+        );
     }
 }
