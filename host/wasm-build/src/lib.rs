@@ -8,7 +8,9 @@
 //! carries its WIT world in a custom section that wit-bindgen embedded).
 //!
 //! Python and JavaScript projects are built by [`python::build_python`] and
-//! [`js::build_js`] (componentize-py, and rolldown + componentize-js).
+//! [`js::build_js`] (componentize-py, and rolldown + componentize-js), Go
+//! projects by [`go::build_go`] (`go build` for wasip1, then wit-component
+//! with the WASI preview 1 reactor adapter).
 //!
 //! Two Rust toolchains are supported, detected in this order:
 //! - rustup with the `wasm32-unknown-unknown` target installed: plain
@@ -26,6 +28,7 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+pub mod go;
 pub mod js;
 pub mod python;
 
