@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds the example plugins into <repo>/target/plugins/{rust,python,js}-mutator.wasm.
+# Builds the example plugins into <repo>/target/plugins/{rust,python,js,go}-mutator.wasm
+# and go-labeler.wasm.
 #
-#   examples/build.sh [--force] [rust|python|js ...]
+#   examples/build.sh [--force] [rust|python|js|go ...]
 #
 # Idempotent: an example is rebuilt only when one of its sources (its SDK, or the
-# WIT contract) is newer than its component. All three are built by
+# WIT contract) is newer than its component. All of them are built by
 # `syncweave plugin build`. Installs componentize-py (pip) and componentize-js and
 # rolldown (npm, from the committed package-lock.json) only when missing; the
 # Python example uses the repository's sdk/python through PYTHONPATH, the
-# JavaScript one links sdk/js (package.json: file:../../sdk/js).
+# JavaScript one links sdk/js (package.json: file:../../sdk/js), the Go ones
+# replace syncweave.dev/sdk/go with ../../sdk/go (Go itself is a prerequisite).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,12 +23,12 @@ which=()
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
-    rust|python|js) which+=("$arg") ;;
-    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "build.sh: unknown argument '$arg' (expected --force, rust, python or js)" >&2; exit 2 ;;
+    rust|python|js|go) which+=("$arg") ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "build.sh: unknown argument '$arg' (expected --force, rust, python, js or go)" >&2; exit 2 ;;
   esac
 done
-[ ${#which[@]} -gt 0 ] || which=(rust python js)
+[ ${#which[@]} -gt 0 ] || which=(rust python js go)
 mkdir -p "$out_dir"
 
 log() { echo "examples/build.sh: $*" >&2; }
@@ -96,9 +98,33 @@ build_js() {
   touch "$output"
 }
 
+build_go() {
+  # go-mutator: the Go twin of the other three; go-labeler: contract 0.2
+  # (reads the object's Namespace in kcp).
+  local example
+  for example in go-mutator go-labeler; do
+    local output="$out_dir/$example.wasm" src="$here/$example"
+    if up_to_date "$output" "$src" "$repo/sdk/go" "$repo/wit"; then
+      log "$example is up to date"; continue
+    fi
+    log "building $example"
+    syncweave plugin build "$src" --out "$out_dir" >/dev/null
+    touch "$output"
+  done
+}
+
+outputs() {
+  case "$1" in
+    go) echo go-mutator go-labeler ;;
+    *) echo "$1-mutator" ;;
+  esac
+}
+
 for example in "${which[@]}"; do
   "build_$example"
 done
 for example in "${which[@]}"; do
-  ls -l "$out_dir/$example-mutator.wasm" | awk '{print $NF " (" $5 " bytes)"}'
+  for output in $(outputs "$example"); do
+    ls -l "$out_dir/$output.wasm" | awk '{print $NF " (" $5 " bytes)"}'
+  done
 done
