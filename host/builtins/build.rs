@@ -68,14 +68,30 @@ fn main() {
     let mut code = String::from("static BUILTINS: &[Builtin] = &[\n");
     let mut sorted = components;
     sorted.sort();
-    for (name, path) in &sorted {
-        let bytes = std::fs::read(path)
-            .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
-        let digest = syncweave_wasm_build::sha256_hex(&bytes);
+    // Level 19 is single-threaded: compress the components side by side.
+    let compressed: Vec<(usize, String, PathBuf)> = std::thread::scope(|s| {
+        let handles: Vec<_> = sorted
+            .iter()
+            .map(|(name, path)| {
+                let zst = out_dir.join(format!("{name}.wasm.zst"));
+                s.spawn(move || {
+                    let bytes = std::fs::read(path)
+                        .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
+                    let digest = syncweave_wasm_build::sha256_hex(&bytes);
+                    let packed = syncweave_wasm_build::embed::compress(&bytes)
+                        .unwrap_or_else(|e| fail(&format!("compressing the built-in {name}: {e}")));
+                    std::fs::write(&zst, packed)
+                        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", zst.display())));
+                    (bytes.len(), digest, zst)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((name, _), (len, digest, zst)) in sorted.iter().zip(&compressed) {
         writeln!(
             code,
-            "    Builtin {{ name: {name:?}, wasm: include_bytes!({path:?}), digest: \"sha256:{digest}\" }},",
-            path = path.canonicalize().unwrap_or_else(|_| path.clone())
+            "    Builtin {{ name: {name:?}, len: {len}, zstd: include_bytes!({zst:?}), digest: \"sha256:{digest}\" }},",
         )
         .unwrap();
     }
@@ -135,6 +151,11 @@ fn watch_sources(repo: &Path, plugins: &Path) {
     println!(
         "cargo::rerun-if-changed={}",
         repo.join("sdk/rust/Cargo.toml").display()
+    );
+    // The SDK compiles the runtime's label-selector and report rules in.
+    println!(
+        "cargo::rerun-if-changed={}",
+        repo.join("host/runtime/src/rules.rs").display()
     );
 }
 

@@ -14,8 +14,13 @@ use crate::controller::store::{KeyParts, ObjectKey};
 use crate::plugin::fetch::{FetchContext, FetchOptions};
 
 /// A fresh, empty directory of its own for one test (`tag` names it).
+/// Test processes exit without a hook to remove theirs, so the first call
+/// removes those of earlier runs whose process is gone (a plain `cargo
+/// test` otherwise left ~40 directories in the temp dir per run).
 pub fn tempdir(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(sweep_dead_tempdirs);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let d = std::env::temp_dir().join(format!(
         "syncweave-sources-{tag}-{}-{n}",
@@ -26,19 +31,51 @@ pub fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
+/// Remove `syncweave-sources-<tag>-<pid>-<n>` directories of processes
+/// that no longer run (Linux: `/proc/<pid>`; elsewhere nothing is removed).
+fn sweep_dead_tempdirs() {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("syncweave-sources-") else {
+            continue;
+        };
+        // <tag>-<pid>-<n>; tags may contain '-'.
+        let mut parts = rest.rsplit('-');
+        let (Some(_n), Some(pid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// One runtime for all tests: each reserves a pool of instance slots.
 pub fn runtime() -> Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        Runtime::new(RuntimeConfig {
-            cache_dir: Some(tempdir("wasmplugin-rt")),
-            max_instances: 8,
-            max_memory_bytes: 256 << 20,
-            ..Default::default()
-        })
-        .expect("runtime")
+    RT.get_or_init(own_runtime).clone()
+}
+
+/// A runtime of its own, for a test that asserts on runtime-wide state
+/// (its call pool, what is resident): under the shared [`runtime`] the
+/// tests running beside it change that state.
+pub fn own_runtime() -> Runtime {
+    Runtime::new(RuntimeConfig {
+        cache_dir: Some(tempdir("wasmplugin-rt")),
+        max_instances: 8,
+        max_memory_bytes: 256 << 20,
+        ..Default::default()
     })
-    .clone()
+    .expect("runtime")
 }
 
 pub fn fetch_context(rt: &Runtime) -> FetchContext {

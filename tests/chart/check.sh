@@ -166,6 +166,12 @@ expect "sync: RBAC for PublishedResources, WasmPlugins, CRDs, namespaces" "$rbac
 expect "sync: state Secrets and Leases in the agent namespace, Events in default" "$rbac" \
   '["secrets"]' '["get", "list", "watch", "create", "update"]' '["leases"]' 'namespace: default' '["events.k8s.io"]'
 refuse "sync: no wildcard RBAC by default" "$rbac" '"*"'
+expect "sync: namespaces may be patched (managedNamespaceMetadata), not deleted by default" "$rbac" \
+  'verbs: ["get", "list", "watch", "create", "patch"]'
+render nsdelete "${upstream[@]}" --set rbac.deleteNamespaces=true &&
+  expect "sync: rbac.deleteNamespaces adds delete on namespaces" "$(doc nsdelete ClusterRole)" \
+    'verbs: ["get", "list", "watch", "create", "patch", "delete"]' ||
+  not_ok "sync: rbac.deleteNamespaces adds delete on namespaces" "$(cat "$work/nsdelete.err")"
 expect "sync: RBAC bound to the ServiceAccount" "$(doc upstream ClusterRoleBinding; doc upstream RoleBinding)" \
   "name: syncweave" "namespace: syncweave"
 
@@ -252,6 +258,19 @@ expect "init: kcp kubeconfig Secret mounted, plugin cache, probes" "$(doc init D
 refuse "init: no RBAC or CRDs on the hosting cluster (the init agent uses only kcp)" "$(cat "$work/init.yaml")" \
   "kind: ClusterRole" "kind: Role" "kind: CustomResourceDefinition"
 expect "init: its own ServiceAccount" "$(doc init ServiceAccount)" "name: syncweave"
+refuse "init: no Lease namespace without leader election" "$a" "--leader-election-namespace"
+if render init-le "${init[@]}" --set enableLeaderElection=true --set replicas=2; then
+  expect "init: leader election names the Lease's namespace (upstream's --leader-election-namespace)" \
+    "$(args init-le)" "--enable-leader-election=true" "--leader-election-namespace=default"
+else
+  not_ok "init: leader election names the Lease's namespace" "$(cat "$work/init-le.err")"
+fi
+if render init-le-none "${init[@]}" --set enableLeaderElection=true --set init.leaderElectionNamespace=; then
+  not_ok "init: leader election without a namespace is refused" "$(args init-le-none)"
+else
+  expect "init: leader election without a namespace is refused" "$(cat "$work/init-le-none.err")" \
+    "init.leaderElectionNamespace is required"
+fi
 
 # --- monitoring ----------------------------------------------------------------------
 render plain "${upstream[@]}" || not_ok "monitoring: render with defaults" "$(cat "$work/plain.err")"

@@ -1,7 +1,8 @@
 //! The init role against a real kcp: a WorkspaceType with an initializer,
 //! InitTargets and InitTemplates in a config workspace, and the agent
 //! initializing new workspaces of that type through kcp's
-//! initializingworkspaces virtual workspace.
+//! initializingworkspaces virtual workspace. The helpers here serve
+//! `init_lifecycle.rs` too.
 
 use std::time::Duration;
 
@@ -10,12 +11,12 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use syncweave_tests::*;
 
-const WAIT: Duration = Duration::from_secs(90);
+pub const WAIT: Duration = Duration::from_secs(90);
 const INITTARGET_CRD: &str =
     include_str!("../../charts/syncweave/crds/initialization.kcp.io_inittargets.yaml");
 const INITTEMPLATE_CRD: &str =
     include_str!("../../charts/syncweave/crds/initialization.kcp.io_inittemplates.yaml");
-const WORKSPACE_TYPE: &str = "my-type";
+pub const WORKSPACE_TYPE: &str = "my-type";
 
 /// Upstream's e2e template: the ConfigMap comes before its Namespace, so
 /// it only works if objects are sorted.
@@ -36,17 +37,24 @@ metadata:
 
 /// An organisation workspace holding the WorkspaceType, a config workspace
 /// holding the CRDs, InitTargets and InitTemplates, and the agent.
-struct InitEnv {
-    org: Workspace,
-    org_client: Client,
-    config: Workspace,
-    config_client: Client,
-    dir: std::path::PathBuf,
-    agent: Option<Agent>,
+pub struct InitEnv {
+    pub org: Workspace,
+    pub org_client: Client,
+    pub config: Workspace,
+    pub config_client: Client,
+    pub dir: std::path::PathBuf,
+    pub agent: Option<Agent>,
 }
 
 impl InitEnv {
-    async fn start(test: &str) -> InitEnv {
+    /// A WorkspaceType with an initializer (upstream's e2e setup).
+    pub async fn start(test: &str) -> InitEnv {
+        InitEnv::start_with(test, json!({"initializer": true})).await
+    }
+
+    /// A WorkspaceType with `spec` (plus `extend: universal`).
+    pub async fn start_with(test: &str, mut spec: Value) -> InitEnv {
+        spec["extend"] = json!({"with": [{"name": "universal", "path": "root"}]});
         let kcp = kcp();
         let org = kcp
             .create_workspace("root", &unique(test))
@@ -59,10 +67,7 @@ impl InitEnv {
                 "apiVersion": "tenancy.kcp.io/v1alpha1",
                 "kind": "WorkspaceType",
                 "metadata": {"name": WORKSPACE_TYPE},
-                "spec": {
-                    "initializer": true,
-                    "extend": {"with": [{"name": "universal", "path": "root"}]},
-                },
+                "spec": spec,
             }),
         )
         .await
@@ -112,12 +117,23 @@ impl InitEnv {
         }
     }
 
-    /// kcp's name for the WorkspaceType's initializer.
-    fn initializer(&self) -> String {
+    /// kcp's name for the WorkspaceType's initializer (and terminator).
+    pub fn initializer(&self) -> String {
         format!("{}:{WORKSPACE_TYPE}", self.org.cluster)
     }
 
-    fn start_agent(&mut self, extra: &[&str]) {
+    pub fn start_agent(&mut self, extra: &[&str]) {
+        self.agent = None;
+        self.agent = Some(self.spawn_agent("init-agent", extra));
+    }
+
+    /// Another agent process against the same config workspace.
+    pub fn spawn_agent(&self, name: &str, extra: &[&str]) -> Agent {
+        self.spawn_agent_for(name, &self.config.path, extra)
+    }
+
+    /// An agent with `--config-workspace config_workspace`.
+    pub fn spawn_agent_for(&self, name: &str, config_workspace: &str, extra: &[&str]) -> Agent {
         let kubeconfig = self.dir.join("kcp.kubeconfig");
         // Pointing at root (not the config workspace) checks that the agent
         // reaches the config workspace by its path.
@@ -127,7 +143,7 @@ impl InitEnv {
             "--kubeconfig",
             kubeconfig.to_str().unwrap(),
             "--config-workspace",
-            &self.config.path,
+            config_workspace,
             "--metrics-address",
             "0",
             "--log-format",
@@ -138,20 +154,17 @@ impl InitEnv {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
-        self.agent = None;
-        self.agent = Some(
-            Agent::start(crate::binary(), &args, self.dir.join("init-agent.log"))
-                .expect("agent starts"),
-        );
+        Agent::start(crate::binary(), &args, self.dir.join(format!("{name}.log")))
+            .expect("agent starts")
     }
 
-    async fn apply_config(&self, yaml: &str) {
+    pub async fn apply_config(&self, yaml: &str) {
         apply_yaml(&self.config_client, yaml)
             .await
             .expect("config objects");
     }
 
-    async fn template(&self, name: &str, template: &str) {
+    pub async fn template(&self, name: &str, template: &str) {
         apply(
             &self.config_client,
             &json!({
@@ -165,13 +178,23 @@ impl InitEnv {
         .expect("InitTemplate");
     }
 
-    async fn target(&self, name: &str, templates: &[&str], renderer: Option<Value>) {
+    pub async fn target(&self, name: &str, templates: &[&str], renderer: Option<Value>) {
+        let mut extra = json!({});
+        if let Some(r) = renderer {
+            extra["renderer"] = r;
+        }
+        self.target_with(name, &self.org.path, templates, extra)
+            .await
+    }
+
+    /// An InitTarget naming the type by `path`, with `extra` spec fields.
+    pub async fn target_with(&self, name: &str, path: &str, templates: &[&str], extra: Value) {
         let mut spec = json!({
-            "workspaceTypeRef": {"path": self.org.path, "name": WORKSPACE_TYPE},
+            "workspaceTypeRef": {"path": path, "name": WORKSPACE_TYPE},
             "sources": templates.iter().map(|t| json!({"template": {"name": t}})).collect::<Vec<_>>(),
         });
-        if let Some(r) = renderer {
-            spec["renderer"] = r;
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            spec[k] = v.clone();
         }
         apply(
             &self.config_client,
@@ -186,7 +209,100 @@ impl InitEnv {
         .expect("InitTarget");
     }
 
-    fn workspaces(&self) -> Api<DynamicObject> {
+    pub fn inittargets(&self) -> Api<DynamicObject> {
+        dynamic_api(
+            &self.config_client,
+            &gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+            "inittargets",
+            None,
+        )
+    }
+
+    /// The InitTarget's status (`null` without one).
+    pub async fn target_status(&self, name: &str) -> Result<Value, String> {
+        let t = self
+            .inittargets()
+            .get(name)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(t.data.get("status").cloned().unwrap_or(Value::Null))
+    }
+
+    /// (type, reason, note) of the Events about InitTarget `name`.
+    pub async fn events_about(&self, name: &str) -> Result<Vec<(String, String, String)>, String> {
+        let list = dynamic_api(
+            &self.config_client,
+            &gvk("events.k8s.io", "v1", "Event"),
+            "events",
+            None,
+        )
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .iter()
+            .filter(|e| str_at(e, "/regarding/name") == Some(name))
+            .map(|e| {
+                (
+                    str_at(e, "/type").unwrap_or_default().to_string(),
+                    str_at(e, "/reason").unwrap_or_default().to_string(),
+                    str_at(e, "/note").unwrap_or_default().to_string(),
+                )
+            })
+            .collect())
+    }
+
+    /// Wait for an Event `reason` about InitTarget `name`; its note.
+    pub async fn wait_event(&self, name: &str, type_: &str, reason: &str) -> String {
+        eventually(
+            &format!("a {type_} {reason} Event about InitTarget {name}"),
+            WAIT,
+            || async {
+                Ok(self
+                    .events_about(name)
+                    .await?
+                    .into_iter()
+                    .find(|(t, r, _)| t == type_ && r == reason)
+                    .map(|(_, _, n)| n))
+            },
+        )
+        .await
+    }
+
+    /// The WorkspaceType's virtual-workspace URL containing `marker`
+    /// (`/initializingworkspaces/` or `/terminatingworkspaces/`).
+    pub async fn vw_url(&self, marker: &str) -> String {
+        let wst = dynamic_api(
+            &self.org_client,
+            &gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
+            "workspacetypes",
+            None,
+        )
+        .get(WORKSPACE_TYPE)
+        .await
+        .unwrap();
+        wst.data
+            .pointer("/status/virtualWorkspaces")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["url"].as_str())
+            .find(|u| u.contains(marker))
+            .unwrap_or_else(|| panic!("no {marker} URL on the WorkspaceType"))
+            .to_string()
+    }
+
+    /// An admin client for logical cluster `cluster` through the virtual
+    /// workspace at `url` (the only way into a workspace while it
+    /// initializes or terminates).
+    pub async fn vw_client(&self, url: &str, cluster: &str) -> Client {
+        let mut cfg = kcp().config("root").await.unwrap();
+        cfg.cluster_url = format!("{url}/clusters/{cluster}").parse().unwrap();
+        Client::try_from(cfg).unwrap()
+    }
+
+    pub fn workspaces(&self) -> Api<DynamicObject> {
         dynamic_api(
             &self.org_client,
             &gvk("tenancy.kcp.io", "v1alpha1", "Workspace"),
@@ -196,7 +312,7 @@ impl InitEnv {
     }
 
     /// Create a workspace of the initializing type (without waiting).
-    async fn create_typed_workspace(&self, name: &str) {
+    pub async fn create_typed_workspace(&self, name: &str) {
         let ws = serde_json::from_value(json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "Workspace",
@@ -210,8 +326,47 @@ impl InitEnv {
             .expect("typed workspace");
     }
 
+    /// The workspace's logical cluster, once kcp assigned one.
+    pub async fn cluster_of(&self, name: &str) -> String {
+        let api = self.workspaces();
+        eventually(&format!("workspace {name} scheduled"), WAIT, || async {
+            let ws = get_opt(&api, name).await?;
+            Ok(ws.and_then(|w| str_at(&w, "/spec/cluster").map(str::to_string)))
+        })
+        .await
+    }
+
+    /// The workspace's phase and its initializers and terminators.
+    pub async fn lifecycle(
+        &self,
+        name: &str,
+    ) -> Result<(String, Vec<String>, Vec<String>), String> {
+        let ws = self
+            .workspaces()
+            .get(name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let list = |p: &str| -> Vec<String> {
+            ws.data
+                .pointer(p)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok((
+            str_at(&ws, "/status/phase").unwrap_or_default().to_string(),
+            list("/status/initializers"),
+            list("/status/terminators"),
+        ))
+    }
+
     /// Wait until our initializer is gone and the workspace is Ready.
-    async fn wait_initialized(&self, name: &str) -> Workspace {
+    pub async fn wait_initialized(&self, name: &str) -> Workspace {
         let ours = self.initializer();
         let api = self.workspaces();
         eventually(
@@ -243,12 +398,12 @@ impl InitEnv {
         .await
     }
 
-    fn agent_log(&self) -> String {
+    pub fn agent_log(&self) -> String {
         std::fs::read_to_string(&self.agent.as_ref().unwrap().log_file).unwrap_or_default()
     }
 }
 
-async fn configmap(client: &Client, namespace: &str, name: &str) -> DynamicObject {
+pub async fn configmap(client: &Client, namespace: &str, name: &str) -> DynamicObject {
     dynamic_api(
         client,
         &gvk("", "v1", "ConfigMap"),
@@ -283,35 +438,56 @@ async fn initializes_new_workspace_like_upstream() {
         env.agent.as_ref().unwrap().log_tail(40)
     );
 
-    // Unlike upstream, deleting the InitTarget stops its worker: later
-    // workspaces of the type are left alone.
-    dynamic_api(
-        &env.config_client,
-        &gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        "inittargets",
-        None,
-    )
-    .delete("init-my-type", &Default::default())
-    .await
-    .unwrap();
+    // Status: the initializer served and the workspace counted.
+    let status = eventually("the InitTarget's status", WAIT, || async {
+        let s = env.target_status("init-my-type").await?;
+        Ok((s["workspacesInitialized"] == json!(1)).then_some(s))
+    })
+    .await;
+    assert_eq!(status["initializer"], json!(env.initializer()));
+    assert_eq!(status["conditions"][0]["type"], "Ready");
+    assert_eq!(status["conditions"][0]["status"], "True", "{status}");
+
+    // Unlike upstream, the worker stops with the type's last InitTarget, and
+    // never removes the initializer without one (upstream's worker keeps
+    // running with no target and removes it right away).
+    env.inittargets()
+        .delete("init-my-type", &Default::default())
+        .await
+        .unwrap();
     eventually("the worker to stop", WAIT, || async {
         Ok(env
             .agent_log()
             .lines()
-            .any(|l| l.contains("stopped InitTarget worker") && l.contains("init-my-type"))
+            .any(|l| l.contains("WorkspaceType worker stopped"))
             .then_some(()))
     })
     .await;
     env.create_typed_workspace("after-delete").await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let ws = env.workspaces().get("after-delete").await.unwrap();
-    assert_eq!(str_at(&ws, "/status/phase"), Some("Initializing"));
+    eventually(
+        "the workspace to wait for the initializer",
+        WAIT,
+        || async {
+            let (phase, inits, _) = env.lifecycle("after-delete").await?;
+            Ok((phase == "Initializing" && inits.contains(&env.initializer())).then_some(()))
+        },
+    )
+    .await;
+    // A new InitTarget initializes it: it waited, with nothing applied.
+    env.template(
+        "later",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: default\n",
+    )
+    .await;
+    env.target("init-later", &["later"], None).await;
+    let ws = env.wait_initialized("after-delete").await;
+    let client = kcp().client(&ws.path).await.unwrap();
+    configmap(&client, "default", "later").await;
 }
 
-/// `spec.renderer.engine: handlebars` renders with Handlebars; the agent
-/// runs with leader election, holding a Lease in the config workspace.
+/// `spec.renderer.engine: handlebars` renders with Handlebars.
 #[tokio::test(flavor = "multi_thread")]
-async fn handlebars_renderer_and_leader_election() {
+async fn handlebars_renderer() {
     let mut env = InitEnv::start("init-hbs").await;
     env.template(
         "hbs",
@@ -320,7 +496,7 @@ async fn handlebars_renderer_and_leader_election() {
     .await;
     env.target("init-hbs", &["hbs"], Some(json!({"engine": "handlebars"})))
         .await;
-    env.start_agent(&["--enable-leader-election"]);
+    env.start_agent(&[]);
 
     env.create_typed_workspace("hbs-ws").await;
     let ws = env.wait_initialized("hbs-ws").await;
@@ -328,25 +504,6 @@ async fn handlebars_renderer_and_leader_election() {
     let cm = configmap(&client, "default", "hello").await;
     assert_eq!(str_at(&cm, "/data/cluster"), Some(ws.cluster.as_str()));
     assert_eq!(str_at(&cm, "/data/path"), Some(ws.path.as_str()));
-
-    let leases = dynamic_api(
-        &env.config_client,
-        &gvk("coordination.k8s.io", "v1", "Lease"),
-        "leases",
-        Some("default"),
-    );
-    let list = leases.list(&Default::default()).await.unwrap();
-    let lease = list
-        .items
-        .iter()
-        .find(|l| {
-            l.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("init-agent-"))
-        })
-        .expect("a leader Lease in the config workspace's default namespace");
-    assert!(str_at(lease, "/spec/holderIdentity").is_some_and(|h| !h.is_empty()));
 }
 
 /// A template that does not render keeps the workspace Initializing, and
@@ -405,6 +562,30 @@ async fn broken_template_keeps_workspace_initializing() {
             .is_some_and(|a| a.contains(&json!(env.initializer()))),
         "{initializers:?}"
     );
+    // The InitTarget says so too: not Ready, the workspace listed as failing
+    // with the reason, and a Warning Event.
+    let status = eventually("the failure in the InitTarget's status", WAIT, || async {
+        let s = env.target_status("init-broken").await?;
+        Ok((s["failing"]["count"] == json!(1)).then_some(s))
+    })
+    .await;
+    let ready = &status["conditions"][0];
+    assert_eq!(ready["status"], "False", "{status}");
+    assert_eq!(ready["reason"], "InitializationFailed", "{status}");
+    let entry = &status["failing"]["workspaces"][0];
+    assert_eq!(entry["phase"], "Initializing");
+    assert_eq!(entry["path"], json!(format!("{}:stuck", env.org.path)));
+    assert!(
+        entry["message"]
+            .as_str()
+            .unwrap()
+            .contains("failed to decode YAML"),
+        "{entry}"
+    );
+    let note = env
+        .wait_event("init-broken", "Warning", "InitializationFailed")
+        .await;
+    assert!(note.contains("broken-template"), "{note}");
 
     env.template(
         "broken-template",
@@ -414,6 +595,13 @@ async fn broken_template_keeps_workspace_initializing() {
     let ws = env.wait_initialized("stuck").await;
     let client = kcp().client(&ws.path).await.unwrap();
     configmap(&client, "default", "fixed").await;
+    let status = eventually("the InitTarget Ready again", WAIT, || async {
+        let s = env.target_status("init-broken").await?;
+        Ok((s["conditions"][0]["status"] == "True").then_some(s))
+    })
+    .await;
+    assert_eq!(status["failing"], Value::Null, "{status}");
+    assert_eq!(status["workspacesInitialized"], json!(1), "{status}");
 }
 
 /// A CRD and an object of its kind in one template: the object waits until

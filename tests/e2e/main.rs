@@ -11,10 +11,13 @@ mod converge;
 mod cost;
 mod faults;
 mod init;
+mod init_lifecycle;
 mod journey;
 mod legacy;
+mod lifecycle;
 mod multikcp;
 mod mutation;
+mod namespaces;
 mod ops;
 mod outages;
 mod parity;
@@ -27,6 +30,7 @@ mod scaffold;
 mod shards;
 mod steady;
 mod sync;
+mod takeover;
 
 /// The binary under test, built by cargo before this test binary.
 pub fn binary() -> &'static std::path::Path {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -19,30 +19,6 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(90);
 
-/// (reason, type, message) of the Events about `name` in the consumer's
-/// namespace `default`.
-async fn events_about(
-    client: &Client,
-    name: &str,
-) -> Result<Vec<(String, String, String)>, String> {
-    let list = Api::<Event>::namespaced(client.clone(), "default")
-        .list(&Default::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| {
-            (
-                e.reason.unwrap_or_default(),
-                e.type_.unwrap_or_default(),
-                e.message.unwrap_or_default(),
-            )
-        })
-        .collect())
-}
-
 /// Wait for a Normal Event `reason` about `name`, and return its message.
 async fn wait_for_event(client: &Client, name: &str, reason: &str) -> String {
     eventually(&format!("a {reason} Event about {name}"), WAIT, || async {
@@ -51,13 +27,6 @@ async fn wait_for_event(client: &Client, name: &str, reason: &str) -> String {
             .into_iter()
             .find(|(r, t, _)| r == reason && t == "Normal")
             .map(|(_, _, m)| m))
-    })
-    .await
-}
-
-async fn wait_gone(api: &Api<DynamicObject>, name: &str, what: &str) {
-    eventually(what, WAIT, || async {
-        Ok(get_opt(api, name).await?.is_none().then_some(()))
     })
     .await
 }
@@ -106,14 +75,6 @@ async fn stored_state(secrets: &Api<Secret>, key: &ObjectKey) -> Result<Option<V
     serde_json::from_slice(&value.0)
         .map(Some)
         .map_err(|e| e.to_string())
-}
-
-async fn wait_gone_secret(secrets: &Api<Secret>, name: &str) {
-    eventually("the state Secret deleted with its object", WAIT, || async {
-        let s = secrets.get_opt(name).await.map_err(|e| e.to_string())?;
-        Ok(s.is_none().then_some(()))
-    })
-    .await;
 }
 
 async fn merge(api: &Api<DynamicObject>, name: &str, patch: Value) -> DynamicObject {
@@ -274,14 +235,7 @@ async fn resource_filter_state_and_events() {
         .delete(&state_name, &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the state Secret deleted", WAIT, || async {
-        let s = secrets
-            .get_opt(&state_name)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(s.is_none().then_some(()))
-    })
-    .await;
+    wait_gone(&secrets, &state_name, "the state Secret deleted").await;
     // Let the agent's watch of the state Secrets see it.
     tokio::time::sleep(Duration::from_secs(5)).await;
     merge(
@@ -332,7 +286,12 @@ async fn resource_filter_state_and_events() {
     wait_for_event(&client, "chosen", "ObjectDeleted").await;
     // Unlike upstream (which leaks one Secret per object ever synced), the
     // state goes with its object.
-    wait_gone_secret(&secrets, &state_name).await;
+    wait_gone(
+        &secrets,
+        &state_name,
+        "the state Secret deleted with its object",
+    )
+    .await;
 
     // `dropped` no longer matches, but was accepted: deleting it still
     // removes its copy and releases it (upstream would skip it and leave the

@@ -510,68 +510,6 @@ spec:
     .await;
 }
 
-/// A namespaced CRD `<plural>.<group>` (`v1`) with free-form spec and
-/// status, and the status subresource when `status_subresource`.
-fn free_form_crd(group: &str, kind: &str, plural: &str, status_subresource: bool) -> String {
-    let singular = kind.to_lowercase();
-    let subresources = if status_subresource {
-        "\n    subresources: {status: {}}"
-    } else {
-        ""
-    };
-    format!(
-        r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {{name: {plural}.{group}}}
-spec:
-  group: {group}
-  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true{subresources}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#
-    )
-}
-
-/// Give the agent's ServiceAccount on the service cluster access to
-/// `group`/`resources`, as a provider does for related types the chart's
-/// `rbac.publishedResources` does not list.
-async fn grant_agent_access(env: &Env, group: &str, resources: &[&str]) {
-    let name = format!("e2e-related-{}", group.replace('.', "-"));
-    apply_yaml(
-        &env.service_client,
-        &format!(
-            r#"
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: {name}}}
-rules:
-  - apiGroups: ["{group}"]
-    resources: {resources:?}
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: {name}}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
-subjects:
-  - {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
-"#
-        ),
-    )
-    .await
-    .expect("RBAC for the related type");
-}
-
 /// A string at a JSON pointer, or "" (for assertions on optional fields).
 fn at<'a>(v: &'a DynamicObject, pointer: &str) -> &'a str {
     str_at(v, pointer).unwrap_or_default()
@@ -1027,18 +965,25 @@ spec:
             .map(String::as_str),
         Some("db.example.com")
     );
-    let primary = get_opt(&crontabs(&client, "default"), "db")
-        .await
-        .unwrap()
-        .unwrap();
-    let annotations = primary.metadata.annotations.unwrap_or_default();
-    assert_eq!(
-        annotations
-            .get("related-resources.syncagent.kcp.io/info.0")
-            .map(String::as_str),
-        Some(r#"{"namespace":"db-extras","name":"db-info","apiVersion":"v1","kind":"ConfigMap"}"#),
-        "the annotation names the copy's namespace in kcp: {annotations:?}"
-    );
+    // The copy is created first and the primary annotated right after, in
+    // the same pass: the annotation may trail the copy by a request.
+    let want = r#"{"namespace":"db-extras","name":"db-info","apiVersion":"v1","kind":"ConfigMap"}"#;
+    eventually(
+        "the annotation naming the copy's namespace in kcp",
+        WAIT,
+        || async {
+            let primary = get_opt(&crontabs(&client, "default"), "db").await?;
+            let annotations = primary
+                .and_then(|p| p.metadata.annotations)
+                .unwrap_or_default();
+            match annotations.get("related-resources.syncagent.kcp.io/info.0") {
+                Some(v) if v == want => Ok(Some(())),
+                Some(v) => Err(format!("annotation is {v}, want {want}")),
+                None => Err(format!("no info.0 annotation yet: {annotations:?}")),
+            }
+        },
+    )
+    .await;
 
     // Down, into namespaces named by reference on each side.
     let svc_token: Api<Secret> =
@@ -1112,47 +1057,6 @@ spec:
     );
 }
 
-/// A consumer workspace bound to `binding` (export `export_path`/`export`,
-/// accepting `claims` as (group, resource, identityHash)), once
-/// `group/v1 plural` is served there.
-async fn bind(
-    client: &kube::Client,
-    export_path: &str,
-    export: &str,
-    claims: &[(&str, &str, &str)],
-    (group, kind, plural): (&str, &str, &str),
-) {
-    apply(
-        client,
-        &json!({
-            "apiVersion": "apis.kcp.io/v1alpha1",
-            "kind": "APIBinding",
-            "metadata": {"name": export},
-            "spec": {
-                "reference": {"export": {"path": export_path, "name": export}},
-                "permissionClaims": claims.iter().map(|(g, r, h)| {
-                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
-                    if !h.is_empty() {
-                        c["identityHash"] = json!(h);
-                    }
-                    c
-                }).collect::<Vec<_>>(),
-            },
-        }),
-    )
-    .await
-    .expect("APIBinding");
-    let objects = dynamic_api(client, &gvk(group, "v1", kind), plural, Some("default"));
-    eventually(&format!("{plural}.{group} served"), WAIT, || async {
-        objects
-            .list(&Default::default())
-            .await
-            .map(|_| Some(()))
-            .map_err(|e| e.to_string())
-    })
-    .await;
-}
-
 /// `identityHash` (upstream's TestSyncNonStandardRelatedResourcesMultipleAPIExports):
 /// a related type that another provider's APIExport serves. The agent
 /// claims it with that export's identity hash, and copies objects both
@@ -1196,21 +1100,7 @@ spec:
     )
     .await
     .expect("the foreign APIExport");
-    let foreign_exports = dynamic_api(
-        &foreign_client,
-        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-        "apiexports",
-        None,
-    );
-    let identity = eventually("the foreign export's identity hash", WAIT, || async {
-        let e = get_opt(&foreign_exports, "foreign.example.com").await?;
-        Ok(e.and_then(|e| {
-            str_at(&e, "/status/identityHash")
-                .filter(|h| !h.is_empty())
-                .map(str::to_string)
-        }))
-    })
-    .await;
+    let identity = export_identity(&apiexports_of(&foreign_client), "foreign.example.com").await;
 
     // On the service cluster, the provider's own Notes stand for Widgets.
     apply_crds(
@@ -1279,14 +1169,16 @@ spec:
     let client = env.kcp.client(&ws.path).await.unwrap();
     bind(
         &client,
+        "foreign.example.com",
         &foreign.path,
         "foreign.example.com",
         &[],
-        ("foreign.example.com", "Widget", "widgets"),
+        ("foreign.example.com", "v1", "widgets"),
     )
     .await;
     bind(
         &client,
+        EXPORT,
         &env.provider.path,
         EXPORT,
         &[
@@ -1294,7 +1186,7 @@ spec:
             ("", "namespaces", ""),
             ("foreign.example.com", "widgets", &identity),
         ],
-        ("example.com", "CronTab", "crontabs"),
+        ("example.com", "v1", "crontabs"),
     )
     .await;
     let kcp_widgets = dynamic_api(

@@ -460,19 +460,7 @@ async fn namespace_filter_excludes_other_namespaces() {
         )
         .await
         .unwrap();
-        let mut obj = crontab(&format!("in-{ns}"), "img");
-        obj["metadata"]["namespace"] = json!(ns);
-        let api = crontabs(&client, ns);
-        eventually(&format!("creating a CronTab in {ns}"), WAIT, || async {
-            api.create(
-                &PostParams::default(),
-                &serde_json::from_value(obj.clone()).unwrap(),
-            )
-            .await
-            .map(Some)
-            .map_err(|e| e.to_string())
-        })
-        .await;
+        create_crontab_in(&client, ns, &format!("in-{ns}")).await;
     }
 
     let copies = service_crontabs(&env, &consumer.cluster);

@@ -141,10 +141,7 @@ impl Env {
 
     /// Run the agent with the kcp identity of `kcp_token` (see [`crate::kcp`]).
     pub fn start_agent_as(&mut self, kcp_token: &str, extra: &[&str]) {
-        let kcp_kc = self.dir.join("kcp.kubeconfig");
-        self.kcp
-            .write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
-            .unwrap();
+        let kcp_kc = self.kcp_kubeconfig(kcp_token);
         self.run_agent(&kcp_kc, extra);
     }
 
@@ -158,12 +155,26 @@ impl Env {
         self.run_agent(&kcp_kc, extra);
     }
 
-    fn run_agent(&mut self, kcp_kc: &Path, extra: &[&str]) {
+    /// The kcp kubeconfig of the agent with the identity of `kcp_token`.
+    fn kcp_kubeconfig(&self, kcp_token: &str) -> std::path::PathBuf {
+        let kcp_kc = self.dir.join("kcp.kubeconfig");
+        self.kcp
+            .write_kubeconfig_with_token(&self.provider.path, kcp_token, &kcp_kc)
+            .unwrap();
+        kcp_kc
+    }
+
+    /// The service-cluster kubeconfig of the agent: the chart's ServiceAccount.
+    fn service_kubeconfig(&self) -> std::path::PathBuf {
         let svc_kc = self.dir.join("service.kubeconfig");
         self.service
             .write_kubeconfig(CHART_SERVICE_ACCOUNT, &self.agent_token, &svc_kc)
             .unwrap();
-        let args = self.agent_args(kcp_kc, &svc_kc, extra);
+        svc_kc
+    }
+
+    fn run_agent(&mut self, kcp_kc: &Path, extra: &[&str]) {
+        let args = self.agent_args(kcp_kc, &self.service_kubeconfig(), extra);
         self.agent = None;
         let agent = Agent::start_with_env(
             &self.binary,
@@ -175,9 +186,36 @@ impl Env {
         self.agent = Some(agent);
     }
 
+    /// Run upstream api-syncagent's `binary` in the agent's place, with the
+    /// same identities and flags (a provider swapping binaries): the
+    /// `sync` subcommand dropped, probes off (`--health-address 0`).
+    pub fn start_upstream_agent(&mut self, binary: &Path) {
+        let (kcp_kc, svc_kc) = (
+            self.kcp_kubeconfig(AGENT_KCP_TOKEN),
+            self.service_kubeconfig(),
+        );
+        let mut args = self.agent_args(&kcp_kc, &svc_kc, &["--health-address", "0"]);
+        args.retain(|a| a != "sync");
+        self.agent = None;
+        let agent = Agent::start(binary, &args, self.dir.join("upstream-agent.log"))
+            .expect("upstream api-syncagent starts");
+        self.agent = Some(agent);
+    }
+
     /// The sync agent's command line with these kubeconfigs (the service
     /// one as the chart's ServiceAccount), as [`Env::start_agent`] runs it.
     pub fn agent_args(&self, kcp_kc: &Path, svc_kc: &Path, extra: &[&str]) -> Vec<String> {
+        self.agent_args_named(kcp_kc, svc_kc, AGENT_NAME, extra)
+    }
+
+    /// [`Env::agent_args`] for an agent named `name` (`--agent-name`).
+    pub fn agent_args_named(
+        &self,
+        kcp_kc: &Path,
+        svc_kc: &Path,
+        name: &str,
+        extra: &[&str],
+    ) -> Vec<String> {
         let mut args: Vec<String> = [
             "sync",
             "--kcp-kubeconfig",
@@ -189,7 +227,7 @@ impl Env {
             "--apiexportendpointslice-ref",
             EXPORT,
             "--agent-name",
-            AGENT_NAME,
+            name,
             "--metrics-address",
             "0",
             "--log-format",
@@ -235,16 +273,28 @@ impl Env {
         status: &str,
         reason: &str,
     ) -> serde_json::Value {
+        self.wait_for_condition(name, "Ready", status, reason).await
+    }
+
+    /// Wait until PublishedResource `name` has condition `type_` with
+    /// `status` and `reason`, and return that condition.
+    pub async fn wait_for_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: &str,
+    ) -> serde_json::Value {
         let prs = self.published_resources();
         eventually(
-            &format!("PublishedResource {name} Ready={status} ({reason})"),
+            &format!("PublishedResource {name} {type_}={status} ({reason})"),
             Duration::from_secs(90),
             || async {
                 let pr = get_opt(&prs, name).await?;
                 Ok(pr.and_then(|p| {
                     p.data["status"]["conditions"]
                         .as_array()
-                        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
                         .filter(|c| c["status"] == status && c["reason"] == reason)
                         .cloned()
                 }))
@@ -274,36 +324,12 @@ impl Env {
 
     /// The APIExports of the provider workspace (the agent's is [`EXPORT`]).
     pub async fn apiexports(&self) -> kube::Api<kube::api::DynamicObject> {
-        let provider = self.kcp.client(&self.provider.path).await.unwrap();
-        dynamic_api(
-            &provider,
-            &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
-            "apiexports",
-            None,
-        )
+        apiexports_of(&self.kcp.client(&self.provider.path).await.unwrap())
     }
 
     /// Wait until the APIExport claims `group`/`resource`.
     pub async fn wait_for_export_claim(&self, group: &str, resource: &str) {
-        let exports = self.apiexports().await;
-        eventually(
-            &format!("the {resource}.{group} permission claim on the export"),
-            Duration::from_secs(90),
-            || async {
-                let e = get_opt(&exports, EXPORT).await?;
-                Ok(e.filter(|e| {
-                    e.data["spec"]["permissionClaims"]
-                        .as_array()
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| {
-                                c["group"].as_str().unwrap_or("") == group
-                                    && c["resource"] == resource
-                            })
-                        })
-                }))
-            },
-        )
-        .await;
+        wait_for_claim(&self.apiexports().await, EXPORT, group, resource).await;
     }
 
     /// Publish a custom PublishedResource manifest.
@@ -522,4 +548,137 @@ pub async fn grant_kcp_agent_rbac(client: &Client, user: &str) -> anyhow::Result
     );
     apply_yaml(client, &yaml).await?;
     Ok(())
+}
+
+/// Give the agent's ServiceAccount on the service cluster access to
+/// `group`/`resources`, as a provider does for related types the chart's
+/// `rbac.publishedResources` does not list (or its own published types).
+pub async fn grant_agent_access(env: &Env, group: &str, resources: &[&str]) {
+    let name = format!("e2e-agent-access-{}", group.replace('.', "-"));
+    apply_yaml(
+        &env.service_client,
+        &format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {name}}}
+rules:
+  - apiGroups: ["{group}"]
+    resources: {resources:?}
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {name}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}
+subjects:
+  - {{kind: ServiceAccount, name: {CHART_SERVICE_ACCOUNT}, namespace: {AGENT_NAMESPACE}}}
+"#
+        ),
+    )
+    .await
+    .expect("RBAC for the related type");
+}
+
+/// Bind the export `export` of workspace `export_path` under the binding
+/// name `binding`, accepting `claims` ((group, resource, identity hash)),
+/// and wait until `served` ((group, version, plural)) is served.
+pub async fn bind(
+    client: &Client,
+    binding: &str,
+    export_path: &str,
+    export: &str,
+    claims: &[(&str, &str, &str)],
+    served: (&str, &str, &str),
+) {
+    apply(
+        client,
+        &json!({
+            "apiVersion": "apis.kcp.io/v1alpha1",
+            "kind": "APIBinding",
+            "metadata": {"name": binding},
+            "spec": {
+                "reference": {"export": {"path": export_path, "name": export}},
+                "permissionClaims": claims.iter().map(|(g, r, h)| {
+                    let mut c = json!({"group": g, "resource": r, "all": true, "state": "Accepted"});
+                    if !h.is_empty() {
+                        c["identityHash"] = json!(h);
+                    }
+                    c
+                }).collect::<Vec<_>>(),
+            },
+        }),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("APIBinding {binding}: {e:#}"));
+    let (group, version, plural) = served;
+    let api = dynamic_api(client, &gvk(group, version, ""), plural, Some("default"));
+    eventually(
+        &format!("{plural}.{group} served"),
+        Duration::from_secs(90),
+        || async {
+            api.list(&Default::default())
+                .await
+                .map(|_| Some(()))
+                .map_err(|e| e.to_string())
+        },
+    )
+    .await;
+}
+
+/// The APIExports of a workspace, through `client`.
+pub fn apiexports_of(client: &Client) -> kube::Api<kube::api::DynamicObject> {
+    dynamic_api(
+        client,
+        &gvk("apis.kcp.io", "v1alpha1", "APIExport"),
+        "apiexports",
+        None,
+    )
+}
+
+/// Wait until APIExport `export` (of `exports`) claims `group`/`resource`.
+pub async fn wait_for_claim(
+    exports: &kube::Api<kube::api::DynamicObject>,
+    export: &str,
+    group: &str,
+    resource: &str,
+) {
+    eventually(
+        &format!("the {resource}.{group} permission claim on APIExport {export}"),
+        Duration::from_secs(90),
+        || async {
+            let e = get_opt(exports, export).await?;
+            Ok(e.filter(|e| {
+                e.data["spec"]["permissionClaims"]
+                    .as_array()
+                    .is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c["group"].as_str().unwrap_or("") == group && c["resource"] == resource
+                        })
+                    })
+            }))
+        },
+    )
+    .await;
+}
+
+/// The `status.identityHash` of APIExport `export` (of `exports`), once
+/// kcp has set it.
+pub async fn export_identity(
+    exports: &kube::Api<kube::api::DynamicObject>,
+    export: &str,
+) -> String {
+    eventually(
+        &format!("the identity hash of APIExport {export}"),
+        Duration::from_secs(90),
+        || async {
+            let e = get_opt(exports, export).await?;
+            Ok(e.and_then(|e| {
+                str_at(&e, "/status/identityHash")
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+            }))
+        },
+    )
+    .await
 }

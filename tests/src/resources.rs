@@ -217,3 +217,94 @@ pub async fn pull_secret(client: &Client, namespace: &str, name: &str, config: &
         .await
         .unwrap_or_else(|e| panic!("creating pull Secret {namespace}/{name}: {e}"));
 }
+
+/// A namespaced CRD `<plural>.<group>` (`v1`) with free-form spec and
+/// status, and the status subresource when `status_subresource`.
+pub fn free_form_crd(group: &str, kind: &str, plural: &str, status_subresource: bool) -> String {
+    let singular = kind.to_lowercase();
+    let subresources = if status_subresource {
+        "\n    subresources: {status: {}}"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {plural}.{group}}}
+spec:
+  group: {group}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true{subresources}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#
+    )
+}
+
+/// (reason, type, message) of the Events about `name` in the consumer's
+/// namespace `default`.
+pub async fn events_about(
+    client: &Client,
+    name: &str,
+) -> Result<Vec<(String, String, String)>, String> {
+    let list = Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default")
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.type_.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// Wait (90 s at most) until `api` has no object `name`; `what` names it
+/// in the timeout's message.
+pub async fn wait_gone<K>(api: &Api<K>, name: &str, what: &str)
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    crate::eventually(what, Duration::from_secs(90), || async {
+        let found = api.get_opt(name).await.map_err(|e| e.to_string())?;
+        Ok(found.is_none().then_some(()))
+    })
+    .await
+}
+
+/// Create CronTab `ns/name` in a consumer workspace, retrying for up to
+/// 90 s while the workspace does not serve CronTabs (or `ns`) yet.
+pub async fn create_crontab_in(client: &Client, ns: &str, name: &str) {
+    let mut obj = crontab(name, "img");
+    obj["metadata"]["namespace"] = Value::from(ns);
+    let api = crontabs(client, ns);
+    crate::eventually(
+        &format!("creating CronTab {ns}/{name}"),
+        Duration::from_secs(90),
+        || async {
+            api.create(
+                &kube::api::PostParams::default(),
+                &serde_json::from_value(obj.clone()).unwrap(),
+            )
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string())
+        },
+    )
+    .await;
+}

@@ -125,7 +125,10 @@ Refuse values that would deploy a broken agent, naming the value and the fix.
 {{- end -}}
 {{- else -}}
 {{- if not .Values.init.configWorkspace -}}
-{{- fail "init.configWorkspace is required for role=init: the kcp workspace (path or logical-cluster name) holding the InitTargets and InitTemplates" -}}
+{{- fail "init.configWorkspace is required for role=init: the kcp workspace (path or logical-cluster name, or a URL path starting with /) holding the InitTargets and InitTemplates" -}}
+{{- end -}}
+{{- if and .Values.enableLeaderElection (not .Values.init.leaderElectionNamespace) -}}
+{{- fail "init.leaderElectionNamespace is required for role=init with enableLeaderElection: the namespace in the config workspace that holds the Lease init-agent.kcp.io (e.g. default)" -}}
 {{- end -}}
 {{- if .Values.kubeconfig -}}
 {{- fail "kubeconfig (a service-cluster kubeconfig) is a role=sync value: the init agent talks only to kcp, through kcpKubeconfig; unset kubeconfig" -}}

@@ -11,6 +11,7 @@
 //! emptyDir that ends with the kubelet evicting the pod for exceeding its
 //! `sizeLimit`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -183,6 +184,51 @@ impl DiskCache {
         Ok(())
     }
 
+    /// Like [`DiskCache::write`], but the artefact (`len` bytes) is
+    /// produced by `fill` writing to the file as it goes, so it never has
+    /// to be in memory as a whole (the precompiled built-ins are
+    /// decompressed this way). The entry appears, by rename, only once
+    /// `fill` succeeded.
+    pub fn write_with(
+        &self,
+        path: &Path,
+        len: u64,
+        fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<(), String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        self.make_room(path, len + 64)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let tmp = dir.join(format!(
+            ".tmp-{}-w{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let hash = (|| {
+            std::fs::create_dir_all(dir)?;
+            let mut out = std::io::BufWriter::with_capacity(
+                256 << 10,
+                Hashing {
+                    file: std::fs::File::create(&tmp)?,
+                    hasher: blake3::Hasher::new(),
+                },
+            );
+            fill(&mut out)?;
+            let Hashing { file, hasher } = out.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            Ok::<_, std::io::Error>(hasher.finalize())
+        })()
+        .map_err(|e: std::io::Error| {
+            let _ = std::fs::remove_file(&tmp);
+            e.to_string()
+        })?;
+        crate::fsutil::write_atomically(&sidecar(path), hash.to_hex().as_bytes())
+            .map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(legacy_sidecar(path));
+        Ok(())
+    }
+
     /// Delete least recently used entries until `incoming` more bytes fit
     /// (an existing entry at `replacing` is about to be overwritten, so it
     /// counts as gone). `Err` when `incoming` alone is over the limit: the
@@ -311,6 +357,24 @@ fn collect(
                 in_progress: false,
             }),
         }
+    }
+}
+
+/// A file that hashes what is written to it.
+struct Hashing {
+    file: std::fs::File,
+    hasher: blake3::Hasher,
+}
+
+impl Write for Hashing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }
 
@@ -463,5 +527,40 @@ mod tests {
         assert!(bounds.exists());
         assert!(!source.exists(), "the least recently used source went");
         assert!(root.join(SOURCES_DIR).join("sha256").is_dir());
+    }
+
+    /// A streamed entry verifies like one written whole; a fill that fails
+    /// leaves neither the entry nor a temporary file behind.
+    #[test]
+    fn streamed_entries_verify_and_failures_leave_nothing() {
+        let root = tempdir("write-with");
+        let c = cache(&root, 1 << 20, &["e"]);
+        let path = root.join("e").join("a.cwasm");
+        c.write_with(&path, 3000, |out| {
+            for _ in 0..3 {
+                out.write_all(&[7; 1000])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(verify_entry(&path), Ok(true));
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7; 3000]);
+
+        let failed = root.join("e").join("b.cwasm");
+        let err = c
+            .write_with(&failed, 10, |out| {
+                out.write_all(b"half")?;
+                Err(std::io::Error::other("source broke"))
+            })
+            .unwrap_err();
+        assert!(err.contains("source broke"), "{err}");
+        assert_eq!(verify_entry(&failed), Ok(false));
+        let left: Vec<_> = std::fs::read_dir(root.join("e"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.iter().all(|n| n.starts_with("a.cwasm")), "{left:?}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -29,6 +29,10 @@ pub fn apiresourceschema() -> ApiResource {
     )
 }
 
+pub fn apibinding() -> ApiResource {
+    ar("apis.kcp.io", "v1alpha1", "APIBinding", "apibindings")
+}
+
 pub fn logical_cluster() -> ApiResource {
     ar(
         "core.kcp.io",

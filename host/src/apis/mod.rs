@@ -16,8 +16,9 @@ pub mod validation;
 pub mod wasmplugin;
 
 pub use init::{
-    InitSource, InitTarget, InitTargetSpec, InitTemplate, InitTemplateSpec, RendererPlugin,
-    RendererSpec, TemplateEngine, TemplateSource, WorkspaceTypeReference,
+    DeleteStep, InitSource, InitTarget, InitTargetSpec, InitTargetStatus, InitTemplate,
+    InitTemplateSpec, RendererPlugin, RendererSpec, TemplateEngine, TemplateSource,
+    TerminationStep, WorkspaceEntry, WorkspaceList, WorkspaceTypeReference,
 };
 pub use published_resource::*;
 pub use wasmplugin::{

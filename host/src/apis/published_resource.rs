@@ -93,6 +93,122 @@ pub struct PublishedResourceSpec {
     /// `enabled: false` publishes the schema but syncs no objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synchronization: Option<SynchronizationSpec>,
+
+    /// syncweave: labels and annotations the agent keeps on the
+    /// service-cluster namespaces it places copies in. Keys it did not set
+    /// are left alone; values that drift are set again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed_namespace_metadata: Option<ManagedNamespaceMetadata>,
+
+    /// syncweave: how the agent holds kcp objects (finalizers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<LifecycleSpec>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleSpec {
+    /// The finalizer that holds kcp-origin related objects until their
+    /// copies are gone. `Shared` (default, as upstream):
+    /// `syncagent.kcp.io/cleanup`, the name every agent uses, so two
+    /// providers' agents holding one object release each other's hold
+    /// (api-syncagent #172). `PerAgent`: `cleanup.syncagent.kcp.io/<agent
+    /// name>`, released only by this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_finalizer: Option<RelatedFinalizer>,
+
+    /// When a kcp object is deleted, wait before deleting its copy while
+    /// the object has finalizers other than the agent's own (another
+    /// controller still cleaning up; api-syncagent #115), at most `timeout`
+    /// after the deletion began; then the copy is deleted anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for_other_finalizers: Option<WaitForOtherFinalizers>,
+
+    /// What a consumer's deleted workspace (or removed APIBinding) leaves
+    /// on the service cluster.
+    /// Unset (as upstream): its objects' copies and state Secrets are
+    /// deleted object by object, and the namespaces stay. `Delete`: the
+    /// same, and the namespaces the agent created for the workspace (while
+    /// this was set) are deleted once its last copy is gone. `Orphan`: the
+    /// copies (and their namespaces) stay on the service cluster, annotated
+    /// `syncweave.dev/orphaned`; only the state Secrets are deleted. Needs
+    /// the `core.kcp.io/logicalclusters` permission claim, which the agent
+    /// then adds to the APIExport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_deletion: Option<WorkspaceDeletion>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum WorkspaceDeletion {
+    Delete,
+    Orphan,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitForOtherFinalizers {
+    /// A Go duration (`30s`, `10m`), counted from the object's
+    /// deletionTimestamp; default `5m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+}
+
+/// How long `spec.lifecycle.waitForOtherFinalizers` waits by default.
+pub const FINALIZER_WAIT_DEFAULT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl WaitForOtherFinalizers {
+    pub fn timeout(&self) -> Result<std::time::Duration, String> {
+        match self.timeout.as_deref() {
+            None => Ok(FINALIZER_WAIT_DEFAULT),
+            Some(t) => crate::apis::wasmplugin::parse_duration(t)
+                .map_err(|e| format!("spec.lifecycle.waitForOtherFinalizers.timeout: {e}")),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum RelatedFinalizer {
+    #[default]
+    Shared,
+    PerAgent,
+}
+
+impl PublishedResourceSpec {
+    /// `spec.lifecycle.relatedFinalizer`, defaulted.
+    pub fn related_finalizer(&self) -> RelatedFinalizer {
+        self.lifecycle
+            .as_ref()
+            .and_then(|l| l.related_finalizer)
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedNamespaceMetadata {
+    /// Labels set on every such namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Annotations set on every such namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<BTreeMap<String, String>>,
+    /// Keys copied from the object's Namespace in the consumer's workspace
+    /// (needs the `namespaces` permission claim, which the agent's
+    /// APIExport asks for). A static key of the same name wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_consumer_namespace: Option<ConsumerNamespaceKeys>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerNamespaceKeys {
+    /// Label keys to copy: an exact key, or a prefix ending in `*`
+    /// (`example.com/*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// Annotation keys to copy, as `labels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Vec<String>>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -557,6 +673,17 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
             out.push(NAMING_WASM_WITH_TEMPLATES.to_string());
         }
     }
+    if let Some(m) = &spec.managed_namespace_metadata {
+        out.extend(m.problems());
+    }
+    if let Some(w) = spec
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.wait_for_other_finalizers.as_ref())
+        && let Err(e) = w.timeout()
+    {
+        out.push(e);
+    }
     if let Some(m) = &spec.mutation {
         for (list, rules) in [("spec", &m.spec), ("status", &m.status)] {
             for (i, r) in rules.iter().flatten().enumerate() {
@@ -576,6 +703,52 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
         }
     }
     out
+}
+
+impl ManagedNamespaceMetadata {
+    /// What Kubernetes would refuse on a Namespace, found before any
+    /// namespace is touched: keys must be qualified names, label values
+    /// label values.
+    pub fn problems(&self) -> Vec<String> {
+        let field = "spec.managedNamespaceMetadata";
+        let mut out = Vec::new();
+        for (k, v) in self.labels.iter().flatten() {
+            if let Err(e) = crate::apis::validation::qualified_name(k) {
+                out.push(format!(
+                    "{field}.labels: key {k:?} {e}; use a key like `example.com/team`"
+                ));
+            }
+            if let Err(e) = crate::apis::validation::label_value(v) {
+                out.push(format!("{field}.labels[{k}]: value {v:?} {e}"));
+            }
+        }
+        for k in self.annotations.iter().flatten().map(|(k, _)| k) {
+            if let Err(e) = crate::apis::validation::qualified_name(k) {
+                out.push(format!(
+                    "{field}.annotations: key {k:?} {e}; use a key like `example.com/owner`"
+                ));
+            }
+        }
+        let copy = self.from_consumer_namespace.as_ref();
+        for (list, keys) in [
+            ("labels", copy.and_then(|c| c.labels.as_ref())),
+            ("annotations", copy.and_then(|c| c.annotations.as_ref())),
+        ] {
+            for (i, k) in keys.into_iter().flatten().enumerate() {
+                let exact = k.strip_suffix('*').unwrap_or(k);
+                if exact.contains('*') {
+                    out.push(format!(
+                        "{field}.fromConsumerNamespace.{list}[{i}]: {k:?}: `*` may only end a prefix (`example.com/*`)"
+                    ));
+                } else if exact.is_empty() && k != "*" {
+                    out.push(format!(
+                        "{field}.fromConsumerNamespace.{list}[{i}]: empty key"
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Like [`unsupported_fields`], for what depends on the scope of the

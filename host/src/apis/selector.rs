@@ -143,7 +143,7 @@ fn check_key(k: &str) -> Result<String, SelectorError> {
     {
         return Err(SelectorError(format!("{k:?}: invalid key prefix")));
     }
-    if name.is_empty() || name.len() > 63 || !is_label_value(name) {
+    if name.is_empty() || super::validation::label_value(name).is_err() {
         return Err(SelectorError(format!(
             "{k:?}: invalid label key (alphanumerics, '-', '_', '.', at most 63 characters)"
         )));
@@ -152,20 +152,12 @@ fn check_key(k: &str) -> Result<String, SelectorError> {
 }
 
 fn check_value(v: &str) -> Result<String, SelectorError> {
-    if v.len() > 63 || (!v.is_empty() && !is_label_value(v)) {
+    if super::validation::label_value(v).is_err() {
         return Err(SelectorError(format!(
             "{v:?}: invalid label value (alphanumerics, '-', '_', '.', at most 63 characters)"
         )));
     }
     Ok(v.to_string())
-}
-
-fn is_label_value(v: &str) -> bool {
-    let b = v.as_bytes();
-    b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]

@@ -213,13 +213,27 @@ pub struct SyncArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_flag_duration)]
     pub resync_period: std::time::Duration,
 
+    /// (syncweave) Objects of one PublishedResource reconciled at a time
+    /// (never the same object twice at once).
+    #[arg(long, value_name = "N", default_value_t = crate::sync::controller::DEFAULT_WORKERS, value_parser = parse_workers)]
+    pub sync_workers: usize,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
+fn parse_workers(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a number of workers from 1 to 256")),
+    }
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct InitArgs {
-    /// Workspace (path or logical-cluster name) holding InitTargets and InitTemplates (required).
+    /// kcp workspace (path or logical-cluster name), or URL path starting
+    /// with / (appended to the kubeconfig's server), where the InitTargets
+    /// live (required).
     #[arg(long, value_name = "WORKSPACE")]
     pub config_workspace: Option<String>,
 
@@ -227,9 +241,9 @@ pub struct InitArgs {
     #[arg(long, value_name = "SELECTOR", default_value = "")]
     pub init_target_selector: String,
 
-    /// Namespace in the config workspace for the leader-election Lease
-    /// (upstream's Helm chart passes it).
-    #[arg(long, value_name = "NAMESPACE", default_value = "default")]
+    /// Namespace in the config workspace that holds the leader-election
+    /// Lease `init-agent.kcp.io`; required with --enable-leader-election.
+    #[arg(long, value_name = "NAMESPACE", default_value = "")]
     pub leader_election_namespace: String,
 
     #[command(flatten)]
@@ -305,6 +319,7 @@ pub struct SyncOptions {
     pub disabled_controllers: Vec<String>,
     pub sync_target: Option<String>,
     pub resync_period: std::time::Duration,
+    pub sync_workers: usize,
     pub common: CommonArgs,
 }
 
@@ -387,6 +402,7 @@ impl SyncArgs {
             disabled_controllers: self.disabled_controllers,
             sync_target: self.sync_target.filter(|s| !s.is_empty()),
             resync_period: self.resync_period,
+            sync_workers: self.sync_workers,
             common: self.common,
         })
     }
@@ -407,7 +423,7 @@ impl InitArgs {
             || {
                 flag_err(
                     "--config-workspace",
-                    "is required (workspace path or logical-cluster name holding the InitTargets)",
+                    "is required (workspace path, logical-cluster name, or URL path starting with / where the InitTargets live)",
                 )
             },
         )?;
@@ -421,10 +437,13 @@ impl InitArgs {
             ));
         }
         self.common.leader_timings()?;
-        if self.leader_election_namespace.is_empty() {
+        if self.common.enable_leader_election && self.leader_election_namespace.is_empty() {
             return Err(flag_err(
                 "--leader-election-namespace",
-                "must not be empty (a namespace in the config workspace; default \"default\")",
+                format!(
+                    "is required when --enable-leader-election is true: name the namespace in the config workspace that holds the Lease {} (for example default)",
+                    crate::init::LEASE_NAME
+                ),
             ));
         }
         Ok(InitOptions {
@@ -628,5 +647,43 @@ mod tests {
             panic!()
         };
         assert_eq!(a.validate().unwrap_err().flag, "--init-target-selector");
+    }
+
+    /// As upstream: the namespace is required with leader election, and
+    /// only then.
+    #[test]
+    fn init_leader_election_needs_a_namespace() {
+        let init = |extra: &[&str]| {
+            let Command::Init(a) =
+                parse(&[&["init", "--config-workspace", "root:cfg"][..], extra].concat())
+                    .unwrap()
+                    .command
+            else {
+                panic!()
+            };
+            a.validate()
+        };
+        let e = init(&["--enable-leader-election"]).unwrap_err();
+        assert_eq!(e.flag, "--leader-election-namespace");
+        assert!(e.to_string().contains("init-agent.kcp.io"), "{e}");
+        let o = init(&[
+            "--enable-leader-election",
+            "--leader-election-namespace",
+            "kcp-init-agent",
+        ])
+        .unwrap();
+        assert_eq!(o.leader_election_namespace, "kcp-init-agent");
+        assert!(init(&[]).is_ok());
+        // A URL path is a config workspace too.
+        let Command::Init(a) = parse(&["init", "--config-workspace", "/services/x/clusters/*"])
+            .unwrap()
+            .command
+        else {
+            panic!()
+        };
+        assert_eq!(
+            a.validate().unwrap().config_workspace,
+            "/services/x/clusters/*"
+        );
     }
 }

@@ -201,6 +201,37 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Queue now, at [`Priority::Low`], every failed key that waits out
+    /// its backoff (the server they failed on answers again); their failure
+    /// counts stay, so a key that still fails backs off further. Returns
+    /// how many were queued.
+    pub fn retry_failed_now(&self) -> usize {
+        let mut g = self.lock();
+        if g.shut_down {
+            return 0;
+        }
+        let waiting: Vec<K> = g
+            .failures
+            .keys()
+            .filter(|k| g.scheduled.contains_key(*k))
+            .cloned()
+            .collect();
+        let mut queued = 0;
+        for key in waiting {
+            if let Some((_, t)) = g.scheduled.remove(&key) {
+                g.timers.remove(&t);
+            }
+            if !g.in_flight.contains(&key) && g.enqueue(key, Priority::Low) {
+                queued += 1;
+            }
+        }
+        drop(g);
+        if queued > 0 {
+            self.notify.notify_waiters();
+        }
+        queued
+    }
+
     /// Requeue a failed key with exponential backoff.
     pub fn add_rate_limited(self: &Arc<Self>, key: K) {
         let n = {
@@ -406,6 +437,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(k, Some("x"));
+    }
+
+    /// After an outage, failed keys wait out backoffs that grew while the
+    /// server was down (up to the cap); when it answers again they are
+    /// queued at once, keeping their failure counts, and a key that is
+    /// only scheduled (a resync, not a failure) keeps its schedule.
+    #[tokio::test(start_paused = true)]
+    async fn failed_keys_are_retried_at_once_when_asked() {
+        let q: Arc<WorkQueue<&str>> =
+            WorkQueue::new(Duration::from_secs(1), Duration::from_secs(30));
+        for _ in 0..6 {
+            q.add_rate_limited("failing");
+        }
+        q.add_after("resync", Duration::from_secs(300));
+        assert!(q.is_empty(), "both wait");
+        assert_eq!(q.retry_failed_now(), 1);
+        assert_eq!(q.get().await, Some("failing"));
+        assert_eq!(q.scheduled_len(), 1, "the resync keeps its schedule");
+        assert_eq!(q.failures_len(), 1, "the failure count stays");
+        assert_eq!(q.retry_failed_now(), 0, "in flight: nothing to queue");
+        q.done(&"failing");
+        // Without the call it would have waited up to 30 s.
+        assert!(q.is_empty());
     }
 
     /// The controller's loop: every reconcile schedules a resync. Ten

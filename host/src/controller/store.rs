@@ -441,6 +441,10 @@ struct StoreInner {
     /// each would cost more than the index's tables.
     index: HashMap<Arc<str>, Refs>,
     relist: Option<Vec<(Arc<str>, StoreEntry)>>,
+    /// The keys [`Store::feed`] names for the objects of the re-list in
+    /// progress, handed out when it completes (not before: until then the
+    /// store still holds the old objects, and a reconcile would read them).
+    relist_keys: Vec<ObjectKey>,
     synced: bool,
     tombstones: Tombstones<Arc<str>>,
 }
@@ -544,6 +548,7 @@ impl<V: Cacheable> Store<V> {
                 objects: HashMap::new(),
                 index: HashMap::new(),
                 relist: None,
+                relist_keys: Vec::new(),
                 synced: false,
                 tombstones: Tombstones::default(),
             }),
@@ -640,16 +645,26 @@ impl<V: Cacheable> Store<V> {
         match change {
             Change::ListStart => {
                 self.list_started();
+                self.write().relist_keys.clear();
                 vec![]
             }
+            // A listed object's keys go out once the list is complete and
+            // in the store: handed out at once, a worker could reconcile one
+            // against the old content (its copy without the status just
+            // set, say) and nothing would wake it again (the lost status
+            // of outages::service_apiserver_killed_mid_sync_and_restarted).
             Change::Listed(v) => {
                 let keys = keys_of(&v, true);
                 self.listed(v);
-                keys
+                self.write().relist_keys.extend(keys);
+                vec![]
             }
             Change::ListDone => {
                 self.list_done();
-                vec![]
+                let mut keys = std::mem::take(&mut self.write().relist_keys);
+                keys.sort();
+                keys.dedup();
+                keys
             }
             Change::Apply(v) => {
                 // The echo of the agent's own write (written through
@@ -1008,11 +1023,11 @@ mod tests {
             )]
         };
         assert!(s.feed(Change::ListStart, keys).is_empty());
-        assert_eq!(
-            s.feed(Change::Listed(obj("a", "x", "1")), keys),
-            vec![key("listed", "x")]
-        );
-        assert!(s.feed(Change::ListDone, keys).is_empty());
+        // A listed object's key waits for the list to be complete: until
+        // then the store holds what it held before.
+        assert!(s.feed(Change::Listed(obj("a", "x", "1")), keys).is_empty());
+        assert!(s.get("x").is_none(), "not in the store before ListDone");
+        assert_eq!(s.feed(Change::ListDone, keys), vec![key("listed", "x")]);
         assert!(s.synced() && s.get("x").is_some());
         assert_eq!(
             s.feed(Change::Apply(obj("a", "y", "2")), keys),

@@ -1,57 +1,68 @@
 //! The init role (`syncweave init`), replacing kcp's init-agent: InitTargets
 //! in the config workspace name a WorkspaceType; every new workspace of that
 //! type waits in phase Initializing until the agent has created the objects
-//! the target's InitTemplates render, then the agent removes its
-//! initializer and kcp marks the workspace Ready.
+//! the targets' InitTemplates render (and, for objects annotated
+//! `initialization.kcp.io/wait-for-ready`, until they are ready), then the
+//! agent removes its initializer and kcp marks the workspace Ready. For an
+//! InitTarget with `spec.termination`, the agent also serves the type's
+//! terminator: when a workspace of the type is deleted it runs the
+//! termination steps, then removes its terminator.
 //!
 //! Top to bottom:
-//! - [`InitAgent`] runs the agent's runner ([`crate::controller::runner`]) over the
-//!   InitTargets (and watches InitTemplates) in the config
-//!   workspace and runs one [`target`] worker per InitTarget, keyed by UID;
-//!   a worker stops when its InitTarget is deleted, stops matching the
-//!   selector, or points at another WorkspaceType.
-//! - A target worker resolves the WorkspaceType to its initializer and
-//!   virtual-workspace URLs, watches the initializing LogicalClusters there
-//!   and reconciles each through a work queue ([`reconcile`]).
-//! - [`render`] picks the renderer plugin, [`apply`] orders and creates
-//!   the rendered objects.
+//! - [`targets`]: the InitTarget controller. It keeps the InitTargets of the
+//!   config workspace, resolves each one's WorkspaceType to the logical
+//!   cluster that holds it, and gives it to the [`worker`] of that type
+//!   (started with the first target, stopped with the last one).
+//! - [`worker`]: one per WorkspaceType (initializer). It follows the type for
+//!   its virtual-workspace URLs, watches the initializing (and, when it
+//!   serves the terminator, terminating) LogicalClusters there, and
+//!   reconciles each workspace through a work queue: [`initialize`] applies
+//!   the sources of every target of the type in one pass, [`terminate`] runs
+//!   their termination steps.
+//! - [`render`] picks the renderer plugin, [`apply`] orders, creates,
+//!   checks readiness of and deletes the rendered objects.
+//! - [`status`]: what the agent reports on each InitTarget (conditions,
+//!   counts, waiting and failing workspaces) and its Events, written by one
+//!   task, only on change.
 
 pub mod apply;
-mod reconcile;
+mod cache;
+mod initialize;
+mod key;
 pub mod render;
-mod target;
+pub mod status;
+mod targets;
+mod terminate;
+mod worker;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::Stream;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kube::{Client, Config};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
-use crate::apis::InitTarget;
-use crate::apis::kcp::CLUSTER_ANNOTATION;
-use crate::controller::Controller;
-use crate::controller::feed::Feed;
-use crate::controller::queue::WorkQueue;
-use crate::controller::runner::Outcome;
-use crate::kube::kubeconfig::base_of;
 use render::{RendererError, Renderers};
 use syncweave_runtime::PluginFailure;
 
-pub use target::ClusterKey;
+pub use worker::{TypeKey, WorkspaceKey};
 
-/// How long a workspace waits when a rendered kind is not served yet
-/// (upstream: 5 s).
-pub const MISSING_KIND_RETRY: Duration = Duration::from_secs(5);
+/// How long a workspace waits when a rendered kind is not served yet, or an
+/// object annotated `wait-for-ready` is not ready (upstream: 5 s for both).
+pub const WAIT_RETRY: Duration = Duration::from_secs(5);
 
-/// What went wrong while initializing one workspace. Every variant names
-/// the InitTarget and, where there is one, the template and the object.
+/// The annotation on a rendered object that holds back the removal of the
+/// initializer until the object's condition of that type is `True`.
+pub const WAIT_FOR_READY: &str = "initialization.kcp.io/wait-for-ready";
+
+/// Name of the leader-election Lease, as upstream init-agent names it.
+pub const LEASE_NAME: &str = "init-agent.kcp.io";
+
+/// What went wrong while initializing or terminating one workspace. Every
+/// variant names the InitTarget and, where there is one, the template or
+/// step and the object.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
     #[error("{what}: {source}")]
@@ -66,10 +77,8 @@ pub enum InitError {
         #[source]
         source: Box<RendererError>,
     },
-    #[error(
-        "InitTarget {target}: spec.sources[{index}]: no known source configured (set template.name)"
-    )]
-    NoSource { target: String, index: usize },
+    #[error("InitTarget {target}: {problem}")]
+    InvalidSpec { target: String, problem: String },
     #[error(
         "InitTarget {target}: spec.sources[{index}]: InitTemplate {template:?} not found in workspace {workspace}; create it there (an InitTemplate must live in its InitTarget's workspace)"
     )]
@@ -94,10 +103,17 @@ pub enum InitError {
         #[source]
         source: Box<apply::ApplyError>,
     },
+    #[error("InitTarget {target}: spec.termination[{step}]: {source}")]
+    Step {
+        target: String,
+        step: usize,
+        #[source]
+        source: Box<apply::ApplyError>,
+    },
     #[error("{0}")]
     Setup(String),
     #[error(
-        "initializing the workspace panicked (a bug in syncweave: please report it with this \
+        "reconciling the workspace panicked (a bug in syncweave: please report it with this \
          message): {0}; the workspace is retried"
     )]
     Panicked(String),
@@ -116,7 +132,8 @@ impl InitError {
 /// Settings of the init role.
 #[derive(Debug, Clone)]
 pub struct InitConfig {
-    /// Workspace path or logical-cluster name holding InitTargets and InitTemplates.
+    /// Workspace path, logical-cluster name, or `/`-prefixed URL path
+    /// holding InitTargets and InitTemplates.
     pub config_workspace: String,
     /// Label selector for InitTargets ("" = all).
     pub selector: String,
@@ -143,15 +160,75 @@ pub fn workspacetype_resource() -> ApiResource {
     )
 }
 
-/// The kcp connection and plugins every target worker shares.
+/// The server URL without a trailing `/clusters/<name>` and without
+/// trailing slashes; any other path is kept (upstream's `StripCluster`).
+pub fn strip_cluster(server: &str) -> &str {
+    let s = server.trim_end_matches('/');
+    let s = match s.rfind("/clusters/") {
+        Some(i) if !s[i + "/clusters/".len()..].contains('/') => &s[..i],
+        _ => s,
+    };
+    s.trim_end_matches('/')
+}
+
+/// The URL of the config workspace: `--config-workspace` as a workspace
+/// path or logical-cluster name (`<base>/clusters/<value>`), or, when it
+/// starts with `/`, a URL path appended verbatim to the base (for example
+/// a virtual workspace).
+pub fn config_url(server: &str, config_workspace: &str) -> String {
+    let base = strip_cluster(server);
+    if config_workspace.starts_with('/') {
+        format!("{base}{config_workspace}")
+    } else {
+        format!("{base}/clusters/{config_workspace}")
+    }
+}
+
+/// A client for the config workspace (`--config-workspace`, any form) on
+/// the kcp that `kcp` points at, whatever workspace its own URL names.
+pub fn config_client(kcp: &Config, config_workspace: &str) -> Result<Client, InitError> {
+    client_at(
+        kcp,
+        &config_url(&kcp.cluster_url.to_string(), config_workspace),
+    )
+}
+
+/// A client for the config workspace without the write fence, for leader
+/// election itself (it renews and releases the lease that opens the
+/// fence). The Lease lives where the InitTargets do, as upstream's.
+pub fn lease_client(kcp: &Config, config_workspace: &str) -> Result<Client, InitError> {
+    let url = config_url(&kcp.cluster_url.to_string(), config_workspace);
+    let cfg = with_url(kcp, &url)?;
+    crate::kube::client::build_unfenced(cfg, "lease")
+        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
+}
+
+fn with_url(base: &Config, url: &str) -> Result<Config, InitError> {
+    let mut cfg = base.clone();
+    cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
+        InitError::Setup(format!(
+            "invalid URL {url:?} for kcp: {e}; check the kubeconfig's server and --config-workspace"
+        ))
+    })?;
+    Ok(cfg)
+}
+
+fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
+    crate::kube::client::build(with_url(base, url)?, "kcp")
+        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
+}
+
+/// The kcp connection and plugins every worker shares.
 pub(crate) struct Shared {
     /// Credentials and TLS settings; the URL is replaced per use.
     base: Config,
-    /// `https://host:port`, without `/clusters/…`.
+    /// The kubeconfig's server without `/clusters/…` (see [`strip_cluster`]).
     base_url: String,
     config_workspace: String,
     config_client: Client,
     renderers: Renderers,
+    /// Clients for `<base>/clusters/<workspace>`, by workspace.
+    workspaces: Mutex<HashMap<String, Client>>,
 }
 
 impl Shared {
@@ -160,57 +237,19 @@ impl Shared {
         client_at(&self.base, url)
     }
 
+    /// A client for a workspace (path or logical-cluster name), reused.
     fn workspace_client(&self, workspace: &str) -> Result<Client, InitError> {
-        self.client_at(&format!("{}/clusters/{workspace}", self.base_url))
+        let mut clients = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = clients.get(workspace) {
+            return Ok(c.clone());
+        }
+        let c = self.client_at(&format!("{}/clusters/{workspace}", self.base_url))?;
+        clients.insert(workspace.to_string(), c.clone());
+        Ok(c)
     }
 }
 
-/// A client for `workspace` (path or logical-cluster name) on the kcp that
-/// `kcp` points at, whatever workspace its own URL names.
-pub fn workspace_client(kcp: &Config, workspace: &str) -> Result<Client, InitError> {
-    let url = format!(
-        "{}/clusters/{workspace}",
-        base_of(&kcp.cluster_url.to_string())
-    );
-    client_at(kcp, &url)
-}
-
-/// A client for `workspace` without the write fence, for leader election
-/// itself (it renews and releases the lease that opens the fence).
-pub fn lease_client(kcp: &Config, workspace: &str) -> Result<Client, InitError> {
-    let url = format!(
-        "{}/clusters/{workspace}",
-        base_of(&kcp.cluster_url.to_string())
-    );
-    let mut cfg = kcp.clone();
-    cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
-        InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
-    })?;
-    crate::kube::client::build_unfenced(cfg, "lease")
-        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
-}
-
-fn client_at(base: &Config, url: &str) -> Result<Client, InitError> {
-    let mut cfg = base.clone();
-    cfg.cluster_url = url.parse().map_err(|e: http::uri::InvalidUri| {
-        InitError::Setup(format!("invalid URL {url:?} for kcp: {e}"))
-    })?;
-    crate::kube::client::build(cfg, "kcp")
-        .map_err(|e| InitError::Setup(format!("building a client for {url}: {e}")))
-}
-
-struct Running {
-    /// The InitTarget's name.
-    name: String,
-    /// `spec.workspaceTypeRef` the worker was started for.
-    fingerprint: String,
-    resource_version: Option<String>,
-    cancel: CancellationToken,
-    /// Asks the worker to retry every pending workspace now.
-    kick: Arc<Notify>,
-}
-
-/// The init role's controller: one worker per selected InitTarget.
+/// The init role's controller.
 pub struct InitAgent {
     shared: Arc<Shared>,
     selector: String,
@@ -220,13 +259,14 @@ impl InitAgent {
     /// `kcp` is a config for kcp (any `/clusters/<x>` suffix is ignored);
     /// `renderers` loads the template renderers.
     pub fn new(kcp: Config, cfg: InitConfig, renderers: Renderers) -> Result<Self, InitError> {
-        let config_client = workspace_client(&kcp, &cfg.config_workspace)?;
+        let config_client = config_client(&kcp, &cfg.config_workspace)?;
         let shared = Shared {
-            base_url: base_of(&kcp.cluster_url.to_string()).to_string(),
+            base_url: strip_cluster(&kcp.cluster_url.to_string()).to_string(),
             base: kcp,
             config_workspace: cfg.config_workspace.clone(),
             config_client,
             renderers,
+            workspaces: Mutex::new(HashMap::new()),
         };
         Ok(InitAgent {
             shared: Arc::new(shared),
@@ -261,320 +301,9 @@ impl InitAgent {
         }
     }
 
-    /// Run until `cancel` fires. InitTargets go through the agent's runner
-    /// ([`crate::controller::runner`]: one queue entry per target, supervised workers);
-    /// each reconcile starts, restarts or kicks the target's worker, or
-    /// stops the workers of a target that is gone. The watch enqueues a
-    /// target on every change and, after each (re-)list, every target
-    /// listed and every one that vanished while it was down. An InitTemplate
-    /// change kicks every worker.
+    /// Run until `cancel` fires (see [`targets::run`]).
     pub async fn run(self, cancel: CancellationToken) {
-        use kube::runtime::reflector;
-
-        let ar = inittarget_resource();
-        let writer = reflector::store::Writer::new(ar.clone());
-        let mgr = Arc::new(Manager {
-            shared: self.shared.clone(),
-            store: writer.as_reader(),
-            running: std::sync::Mutex::new(HashMap::new()),
-            cancel: cancel.clone(),
-        });
-        let templates_changed = Arc::new(Notify::new());
-        let templates: Api<DynamicObject> =
-            Api::all_with(self.shared.config_client.clone(), &inittemplate_resource());
-        info!(workspace = %self.shared.config_workspace, selector = %self.selector, "watching InitTargets");
-
-        let queue: Arc<WorkQueue<String>> =
-            WorkQueue::new(Duration::from_millis(500), Duration::from_secs(30));
-        let targets: Api<DynamicObject> = Api::all_with(self.shared.config_client.clone(), &ar);
-        let config_workspace = self.shared.config_workspace.clone();
-        // Every change of a target is a new resourceVersion; a target gone
-        // (deleted, no longer selected, or vanished while the watch was
-        // down) is reconciled once more, to stop its worker.
-        let mut feed = Feed::new(
-            |o: &DynamicObject| o.metadata.name.clone(),
-            |o: &DynamicObject| {
-                use std::hash::{Hash, Hasher};
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                o.metadata.resource_version.hash(&mut h);
-                h.finish()
-            },
-        );
-        // The reflector owns its store's writer, which cannot be made twice:
-        // the watch runs once, for the life of the agent (it re-lists and
-        // retries by itself).
-        let watch = {
-            let queue = queue.clone();
-            let selector = self.selector.clone();
-            async move {
-                crate::controller::watch::drive_reported(
-                    reflector::reflector(
-                        writer,
-                        watcher(targets, watcher::Config::default().labels(&selector)),
-                    ),
-                    &format!("InitTargets in workspace {config_workspace}"),
-                    |e| match crate::controller::watch::status_code(e) {
-                        Some(404) => Some(
-                            "install the InitTarget and InitTemplate CRDs there \
-                             (charts/syncweave/crds/initialization.kcp.io_*.yaml)"
-                                .into(),
-                        ),
-                        Some(401 | 403) => Some(
-                            "grant the agent's user get/list/watch on inittargets and \
-                             inittemplates there"
-                                .into(),
-                        ),
-                        _ => None,
-                    },
-                    |ev| feed.on_event(&ev, &queue),
-                )
-                .await
-            }
-        };
-        let stop = mgr.clone();
-        Controller::new(mgr.clone(), queue, cancel)
-            .feed_once(notify_on_events(
-                "InitTemplates",
-                watcher(templates, watcher::Config::default()),
-                templates_changed.clone(),
-            ))
-            .feed_once(async move {
-                loop {
-                    templates_changed.notified().await;
-                    // A fixed template should not wait for the backoff of
-                    // every workspace that failed with the broken one.
-                    mgr.kick_all();
-                }
-            })
-            .feed_once(watch)
-            .on_stop(move || stop.stop_all())
-            .run()
-            .await;
-    }
-}
-
-impl crate::controller::runner::Reconcile for Manager {
-    type Key = String;
-    type Error = String;
-    const TASK: &'static str = "inittarget-worker";
-
-    fn name(&self) -> &str {
-        "inittargets"
-    }
-
-    /// In memory only: starts, restarts, kicks or stops a target's worker.
-    fn reconcile<'a>(
-        &'a self,
-        name: &'a String,
-    ) -> futures::future::BoxFuture<'a, Result<Outcome, String>> {
-        Box::pin(async move {
-            match self
-                .store
-                .get(&ObjectRef::new_with(name, inittarget_resource()))
-            {
-                Some(obj) => {
-                    self.reconcile_target(&obj);
-                    Ok(Outcome::Done)
-                }
-                None => {
-                    self.stop_named(name);
-                    Ok(Outcome::Gone)
-                }
-            }
-        })
-    }
-
-    fn panicked(&self, message: String) -> String {
-        message
-    }
-
-    fn record<'a>(
-        &'a self,
-        name: &'a String,
-        result: &'a Result<Outcome, String>,
-        _took: Duration,
-    ) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(async move {
-            if let Err(e) = result {
-                warn!(init_target = %name, error = %e, "reconciling the InitTarget failed; retrying");
-            }
-        })
-    }
-
-    /// Every change is a watch event and the reconcile reads only the
-    /// store: nothing to heal on a timer.
-    fn resync_period(&self) -> Option<Duration> {
-        None
-    }
-}
-
-/// The running target workers, by InitTarget UID.
-struct Manager {
-    shared: Arc<Shared>,
-    store: kube::runtime::reflector::Store<DynamicObject>,
-    running: std::sync::Mutex<HashMap<String, Running>>,
-    cancel: CancellationToken,
-}
-
-impl Manager {
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn kick_all(&self) {
-        for r in self.running().values() {
-            r.kick.notify_one();
-        }
-    }
-
-    /// Stop the worker of the InitTarget called `name` (gone, or no longer
-    /// selected).
-    fn stop_named(&self, name: &str) {
-        self.running().retain(|_, r| {
-            let keep = r.name != name;
-            if !keep {
-                info!(init_target = %name, "InitTarget is gone; stopping its worker");
-                r.cancel.cancel();
-            }
-            keep
-        });
-    }
-
-    fn stop_all(&self) {
-        for (_, r) in self.running().drain() {
-            r.cancel.cancel();
-        }
-    }
-
-    /// Start, restart or kick the worker of one InitTarget.
-    fn reconcile_target(&self, obj: &DynamicObject) {
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        let Some(uid) = obj.metadata.uid.clone() else {
-            return;
-        };
-        let own_cluster = obj
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(CLUSTER_ANNOTATION))
-            .cloned()
-            .unwrap_or_else(|| self.shared.config_workspace.clone());
-        let resource_version = obj.metadata.resource_version.clone();
-        let target: InitTarget = match serde_json::to_value(obj).and_then(serde_json::from_value) {
-            Ok(t) => t,
-            Err(e) => {
-                warn!(init_target = %name, error = %e, "InitTarget does not match the schema; fix it (see docs/init-target.md)");
-                return;
-            }
-        };
-        // A typed struct with string keys: serializing cannot fail.
-        let fingerprint =
-            serde_json::to_string(&target.spec.workspace_type_ref).expect("serializes");
-        let mut running = self.running();
-        // The same name with another UID: the target was deleted and
-        // created again; the old worker goes.
-        running.retain(|old_uid, r| {
-            let keep = r.name != name || *old_uid == uid;
-            if !keep {
-                r.cancel.cancel();
-            }
-            keep
-        });
-        if let Some(r) = running.get_mut(&uid) {
-            if r.fingerprint == fingerprint {
-                if r.resource_version != resource_version {
-                    r.resource_version = resource_version;
-                    r.kick.notify_one();
-                }
-                return;
-            }
-            info!(init_target = %name, "spec.workspaceTypeRef changed; restarting its worker");
-            r.cancel.cancel();
-            running.remove(&uid);
-        }
-        let worker_cancel = self.cancel.child_token();
-        let kick = Arc::new(Notify::new());
-        // Owned by `worker_cancel` (kept in `Running`): the worker ends when
-        // its InitTarget goes or changes; until then it is supervised.
-        let id = target::TargetId {
-            name: name.clone(),
-            uid: uid.clone(),
-            own_cluster,
-            workspace_type: target.spec.workspace_type_ref.clone(),
-        };
-        tokio::spawn({
-            let (shared, cancel, kick) = (self.shared.clone(), worker_cancel.clone(), kick.clone());
-            crate::controller::supervise::supervised(
-                "init-target",
-                name.clone(),
-                cancel.clone(),
-                move || target::run(shared.clone(), id.clone(), cancel.clone(), kick.clone()),
-            )
-        });
-        running.insert(
-            uid,
-            Running {
-                name,
-                fingerprint,
-                resource_version,
-                cancel: worker_cancel,
-                kick,
-            },
-        );
-    }
-}
-
-/// Drive a watch and wake `notify` on every change (paced and reported by
-/// [`crate::controller::watch::drive`], so a missing CRD does not spin).
-async fn notify_on_events<S>(what: &'static str, stream: S, notify: Arc<Notify>)
-where
-    S: Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send,
-{
-    crate::controller::watch::drive_reported(
-        stream,
-        what,
-        |_| None,
-        |ev| {
-            if matches!(
-                ev,
-                watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone
-            ) {
-                notify.notify_one();
-            }
-        },
-    )
-    .await;
-}
-
-/// Lease name for leader election: one per config workspace, so agents
-/// serving different config workspaces never block each other.
-pub fn lease_name(config_workspace: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let h = hex::encode(Sha256::digest(config_workspace.as_bytes()));
-    format!("init-agent-{}", &h[..10])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lease_name_is_stable_and_valid() {
-        let a = lease_name("root:my-init-agent");
-        assert_eq!(a, lease_name("root:my-init-agent"));
-        assert_ne!(a, lease_name("root:other"));
-        assert!(a.starts_with("init-agent-") && a.len() == 21, "{a}");
-        assert!(crate::apis::validation::dns1035_label(&a).is_ok());
-    }
-
-    #[test]
-    fn resources_have_upstream_names() {
-        assert_eq!(
-            inittarget_resource().api_version,
-            "initialization.kcp.io/v1alpha1"
-        );
-        assert_eq!(inittemplate_resource().plural, "inittemplates");
-        assert_eq!(workspacetype_resource().group, "tenancy.kcp.io");
+        targets::run(self.shared, self.selector, cancel).await
     }
 }
 
@@ -591,5 +320,71 @@ impl InitProbe {
             .await
             .map(|_| ())
             .map_err(|e| format!("cannot list InitTargets: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_have_upstream_names() {
+        assert_eq!(
+            inittarget_resource().api_version,
+            "initialization.kcp.io/v1alpha1"
+        );
+        assert_eq!(inittemplate_resource().plural, "inittemplates");
+        assert_eq!(workspacetype_resource().group, "tenancy.kcp.io");
+        assert_eq!(LEASE_NAME, "init-agent.kcp.io");
+    }
+
+    /// Upstream's StripCluster: only a trailing `/clusters/<x>` goes, any
+    /// other base path stays.
+    #[test]
+    fn strip_cluster_keeps_other_paths() {
+        assert_eq!(
+            strip_cluster("https://kcp.example.com/clusters/root:old/"),
+            "https://kcp.example.com"
+        );
+        assert_eq!(
+            strip_cluster("https://kcp.example.com/clusters/root"),
+            "https://kcp.example.com"
+        );
+        assert_eq!(
+            strip_cluster("https://kcp.example.com/prefix/clusters/root"),
+            "https://kcp.example.com/prefix"
+        );
+        assert_eq!(
+            strip_cluster("https://kcp.example.com/"),
+            "https://kcp.example.com"
+        );
+        assert_eq!(
+            strip_cluster("https://kcp.example.com/clusters/a/b"),
+            "https://kcp.example.com/clusters/a/b"
+        );
+    }
+
+    /// The three forms of --config-workspace, with upstream's examples.
+    #[test]
+    fn config_url_forms() {
+        let server = "https://kcp.example.com/clusters/root:old/";
+        assert_eq!(
+            config_url(server, "root:my-init-agent"),
+            "https://kcp.example.com/clusters/root:my-init-agent"
+        );
+        assert_eq!(
+            config_url(server, "34ejyubde4a0b5uw"),
+            "https://kcp.example.com/clusters/34ejyubde4a0b5uw"
+        );
+        assert_eq!(
+            config_url(server, "/services/apiexport/root:system/my-export"),
+            "https://kcp.example.com/services/apiexport/root:system/my-export"
+        );
+        assert_eq!(config_url(server, "/"), "https://kcp.example.com/");
+        // Used verbatim, as upstream: no normalization.
+        assert_eq!(
+            config_url("https://kcp/", "//services/test"),
+            "https://kcp//services/test"
+        );
     }
 }

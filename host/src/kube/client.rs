@@ -163,6 +163,27 @@ pub fn record_alive(server: &'static str) {
 
 static ANSWERS: OnceLock<Mutex<HashMap<&'static str, LastAnswer>>> = OnceLock::new();
 
+/// Per server, a count of its recoveries (a proper answer after trouble).
+static RECOVERIES: OnceLock<Mutex<HashMap<&'static str, tokio::sync::watch::Sender<u64>>>> =
+    OnceLock::new();
+
+fn recoveries_of(server: &'static str) -> tokio::sync::watch::Sender<u64> {
+    RECOVERIES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(server)
+        .or_insert_with(|| tokio::sync::watch::channel(0).0)
+        .clone()
+}
+
+/// Changes each time `server` answers properly again after trouble: keys
+/// that back off because of it can be retried at once instead of at the
+/// end of a backoff that grew during the outage.
+pub fn recoveries(server: &'static str) -> tokio::sync::watch::Receiver<u64> {
+    recoveries_of(server).subscribe()
+}
+
 /// Record how `server` answered a request: a transport error, a 5xx, 401 or
 /// 429 is trouble; any other status is a server that works (a 404 or 409 is
 /// the request's problem, not the server's).
@@ -178,7 +199,10 @@ fn record_answer(server: &'static str, result: Result<(), String>) {
         Err(_) => previous.and_then(|a| a.last_ok),
     };
     match (&result, was_ok) {
-        (Ok(()), Some(false)) => tracing::info!(server, "the API server answers again"),
+        (Ok(()), Some(false)) => {
+            tracing::info!(server, "the API server answers again");
+            recoveries_of(server).send_modify(|n| *n += 1);
+        }
         (Err(e), Some(true) | None) => {
             tracing::warn!(server, error = %e, "the API server does not answer properly")
         }

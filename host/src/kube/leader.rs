@@ -128,11 +128,36 @@ fn decide(
     Decision::Take
 }
 
+/// Annotation on the Lease: what the leader was configured to do (see
+/// [`Configuration`]).
+pub const CONFIGURATION_ANNOTATION: &str = "syncweave.dev/configuration";
+
+/// What a replica was configured to do, in words (`kcp=… slice=…
+/// selector=…`). Replicas that share a Lease (the same agent name) but
+/// were given different configurations are two agents under one name: the
+/// standby would never do its own job. The leader stamps the Lease with
+/// it, and a standby whose own differs says so loudly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Configuration(pub String);
+
+/// What a standby makes of the leader's stamp.
+fn mismatch(ours: &Configuration, theirs: Option<&str>) -> Option<String> {
+    match theirs {
+        // An upstream replica, or one from before the stamp: no judgement.
+        None => None,
+        Some(t) if t == ours.0 => None,
+        Some(t) => Some(t.to_string()),
+    }
+}
+
 struct Elector {
     api: Api<LeaseObject>,
     name: String,
     identity: String,
     timings: Timings,
+    configuration: Option<Configuration>,
+    /// The leader's configuration, when it differs from ours (last try).
+    leader_configuration: Option<String>,
     observed: Option<Observed>,
 }
 
@@ -141,14 +166,26 @@ impl Elector {
         i32::try_from(self.timings.lease_duration.as_secs()).unwrap_or(i32::MAX)
     }
 
+    /// The annotations this replica writes on the Lease.
+    fn annotations(&self) -> Option<std::collections::BTreeMap<String, String>> {
+        self.configuration.as_ref().map(|c| {
+            [(CONFIGURATION_ANNOTATION.to_string(), c.0.clone())]
+                .into_iter()
+                .collect()
+        })
+    }
+
     /// One attempt to acquire or renew: `Ok(None)` when this replica holds
-    /// the lease now, `Ok(Some(holder))` when another does.
+    /// the lease now, `Ok(Some(holder))` when another does (and the
+    /// configuration it stamped, when that differs from ours).
     async fn try_acquire_or_renew(&mut self) -> Result<Option<String>, kube::Error> {
+        self.leader_configuration = None;
         let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
         let Some(mut lease) = self.api.get_opt(&self.name).await? else {
             let lease = LeaseObject {
                 metadata: ObjectMeta {
                     name: Some(self.name.clone()),
+                    annotations: self.annotations(),
                     ..Default::default()
                 },
                 spec: Some(LeaseSpec {
@@ -190,7 +227,18 @@ impl Elector {
             Instant::now(),
             self.timings.lease_duration,
         ) {
-            Decision::Wait { holder } => return Ok(Some(holder)),
+            Decision::Wait { holder } => {
+                if let Some(ours) = &self.configuration {
+                    let theirs = lease
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get(CONFIGURATION_ANNOTATION))
+                        .map(String::as_str);
+                    self.leader_configuration = mismatch(ours, theirs);
+                }
+                return Ok(Some(holder));
+            }
             Decision::Take => {
                 spec.acquire_time = Some(now.clone());
                 spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
@@ -230,10 +278,11 @@ impl Elector {
     /// Write `lease`'s spec if the Lease is still at `lease`'s
     /// resourceVersion (else 409).
     async fn patch(&self, lease: &LeaseObject) -> Result<LeaseObject, kube::Error> {
-        let patch = serde_json::json!({
-            "metadata": {"resourceVersion": lease.metadata.resource_version},
-            "spec": lease.spec,
-        });
+        let mut metadata = serde_json::json!({"resourceVersion": lease.metadata.resource_version});
+        if let Some(a) = self.annotations() {
+            metadata["annotations"] = serde_json::json!(a);
+        }
+        let patch = serde_json::json!({"metadata": metadata, "spec": lease.spec});
         self.api
             .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -278,6 +327,7 @@ pub async fn acquire_if_enabled(
     namespace: &str,
     name: &str,
     timings: Timings,
+    configuration: Option<Configuration>,
     cancel: CancellationToken,
 ) -> anyhow::Result<Lease> {
     let metrics = &crate::ops::metrics::METRICS;
@@ -298,6 +348,8 @@ pub async fn acquire_if_enabled(
         identity: identity.clone(),
         timings,
         observed: None,
+        configuration,
+        leader_configuration: None,
     };
     info!(lease = name, namespace, identity = %identity, ?timings, "waiting to become leader");
     let mut last_holder = None;
@@ -309,9 +361,24 @@ pub async fn acquire_if_enabled(
                 break;
             }
             Ok(Some(holder)) => {
-                if last_holder.as_ref() != Some(&holder) {
-                    info!(lease = name, %holder, "another replica leads; standing by");
-                    last_holder = Some(holder);
+                let theirs = elector.leader_configuration.clone();
+                if last_holder.as_ref() != Some(&(holder.clone(), theirs.clone())) {
+                    match (&theirs, &elector.configuration) {
+                        (Some(t), Some(ours)) => error!(
+                            lease = name,
+                            %holder,
+                            leader_configuration = %t,
+                            this_configuration = %ours.0,
+                            "another agent with the same name but another configuration leads; \
+                             this replica stands by and will not do its own job until that one \
+                             stops. Give each agent its own --agent-name (chart: agentName)"
+                        ),
+                        _ => info!(lease = name, %holder, "another replica leads; standing by"),
+                    }
+                    crate::ops::metrics::METRICS
+                        .leader_configuration_mismatch
+                        .set(i64::from(theirs.is_some()));
+                    last_holder = Some((holder, theirs));
                 }
             }
             Err(kube::Error::Api(s)) if s.code == 403 => anyhow::bail!(
@@ -422,6 +489,17 @@ mod tests {
             lease_duration_seconds: Some(secs),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_leader_with_another_configuration_is_a_mismatch_an_unstamped_one_is_not() {
+        let ours = Configuration("kcp=a selector=x".into());
+        assert_eq!(mismatch(&ours, None), None);
+        assert_eq!(mismatch(&ours, Some("kcp=a selector=x")), None);
+        assert_eq!(
+            mismatch(&ours, Some("kcp=a selector=y")).as_deref(),
+            Some("kcp=a selector=y")
+        );
     }
 
     #[test]

@@ -15,6 +15,16 @@ pub struct EnsureError {
 
 /// Make sure namespace `ns` exists; losing a creation race is success.
 pub async fn ensure(client: &Client, ns: &str) -> Result<(), EnsureError> {
+    ensure_labelled(client, ns, Default::default()).await
+}
+
+/// [`ensure`], creating the namespace with `labels` (an existing one is
+/// left as it is).
+pub async fn ensure_labelled(
+    client: &Client,
+    ns: &str,
+    labels: std::collections::BTreeMap<String, String>,
+) -> Result<(), EnsureError> {
     let api: Api<Namespace> = Api::all(client.clone());
     let existing = api.get_opt(ns).await.map_err(|source| EnsureError {
         action: "reading namespace",
@@ -26,6 +36,7 @@ pub async fn ensure(client: &Client, ns: &str) -> Result<(), EnsureError> {
     let n = Namespace {
         metadata: ObjectMeta {
             name: Some(ns.into()),
+            labels: Some(labels).filter(|l| !l.is_empty()),
             ..Default::default()
         },
         ..Default::default()

@@ -106,6 +106,9 @@ pub struct Metrics {
     pub events_dropped: Counter,
     /// 1 while this replica holds the leader lease (or runs without election).
     pub leader: Gauge<i64, AtomicI64>,
+    /// 1 while a replica with the same agent name but another configuration
+    /// holds the lease this standby waits for.
+    pub leader_configuration_mismatch: Gauge<i64, AtomicI64>,
     /// Tokio tasks alive (read at each scrape): flat in steady state.
     pub tasks: Gauge<i64, AtomicI64>,
     /// Supervised loops restarted after a panic or an unexpected end.
@@ -209,6 +212,12 @@ fn new_metrics() -> Metrics {
         "1 while this replica holds the leader lease (or runs without leader election), else 0",
         leader.clone(),
     );
+    let leader_configuration_mismatch = Gauge::<i64, AtomicI64>::default();
+    registry.register(
+        "syncweave_leader_configuration_mismatch",
+        "1 while this standby waits for a leader with the same agent name but another configuration (two agents under one name), else 0",
+        leader_configuration_mismatch.clone(),
+    );
     let tasks = Gauge::<i64, AtomicI64>::default();
     registry.register(
         "syncweave_tasks",
@@ -243,6 +252,7 @@ fn new_metrics() -> Metrics {
         fenced_writes,
         events_dropped,
         leader,
+        leader_configuration_mismatch,
         published_resources,
         reconciles,
         init_reconciles,

@@ -973,6 +973,7 @@ mod tests {
                 other: None,
             },
             failure: &f,
+            env: None,
         });
     }
 
@@ -1042,6 +1043,7 @@ mod tests {
                 values: &object,
             },
             failure: &f,
+            env: None,
         });
         let id = store.list().captures[0].id.clone();
         let doc = serde_json::to_string(&store.get(&id).unwrap()).unwrap();
@@ -1106,10 +1108,11 @@ mod tests {
 
     #[test]
     fn captures_go_with_their_digest() {
-        let rt = runtime();
+        // Its own runtime: nothing may be resident at the end.
+        let rt = crate::testing::own_runtime();
         // Loaded as a plain plugin, not as the built-in: nothing pins its
         // code, so it goes when the last plugin using it does.
-        let bytes = syncweave_runtime::builtins::get("naming").unwrap().wasm;
+        let bytes = &syncweave_runtime::builtins::get("naming").unwrap().wasm()[..];
         let plugin = rt.load("custom", bytes, None).unwrap();
         let store = CaptureStore::new(CaptureLimits::default());
         fail_on(&store, &plugin, &cm("a"));
@@ -1160,6 +1163,7 @@ mod tests {
                 other: Some(&other),
             },
             failure: &f,
+            env: None,
         });
         store.record(&FailedCall {
             plugin: &naming,
@@ -1170,6 +1174,7 @@ mod tests {
                 values: &values,
             },
             failure: &crash(),
+            env: None,
         });
         for s in store.list().captures {
             let doc = serde_json::to_string(&store.get(&s.id).unwrap()).unwrap();

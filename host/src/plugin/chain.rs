@@ -744,11 +744,14 @@ impl PluginHost {
 mod tests {
     use super::*;
     use crate::plugin::wasmplugin::WasmPluginRegistry;
-    use crate::testing::{fetch_context, runtime};
+    use crate::testing::{fetch_context, own_runtime, runtime};
     use syncweave_runtime::FailureKind;
 
     fn host() -> PluginHost {
-        let rt = runtime();
+        host_on(runtime())
+    }
+
+    fn host_on(rt: Runtime) -> PluginHost {
         let resolver =
             PluginResolver::new(rt.clone(), WasmPluginRegistry::new(), fetch_context(&rt));
         PluginHost::new(rt, resolver)
@@ -883,7 +886,8 @@ mod tests {
     /// chains at once all finish.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn mutations_and_names_run_on_the_call_pool() {
-        let host = host();
+        // Its own runtime: the pool is checked idle at the end.
+        let host = host_on(own_runtime());
         let pr = pr_with_spec_mutations(json!([
             {"regex": {"path": "metadata.labels.app", "pattern": "^(.*)$", "replacement": "kcp-$1"}},
         ]));

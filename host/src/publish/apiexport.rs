@@ -171,7 +171,8 @@ pub async fn reconcile(
 }
 
 /// The APIExport's permission claims, as upstream: events always;
-/// namespaces as soon as one resource filters on them or has related
+/// namespaces as soon as one resource filters on them, copies keys from
+/// them (`managedNamespaceMetadata.fromConsumerNamespace`) or has related
 /// resources; LogicalClusters with workspace paths; and every related
 /// resource's kcp-side type that the export does not own (`schemas`, by
 /// group/resource), with its identity hash.
@@ -190,14 +191,23 @@ pub fn permission_claims(
             .filter
             .as_ref()
             .is_some_and(|f| f.namespace.is_some())
+            || pr
+                .spec
+                .managed_namespace_metadata
+                .as_ref()
+                .is_some_and(|m| m.from_consumer_namespace.is_some())
     });
     if namespace_filter || !related.is_empty() {
         claims.push(namespaces);
     }
-    if prs
-        .iter()
-        .any(|pr| pr.spec.enable_workspace_paths == Some(true))
-    {
+    if prs.iter().any(|pr| {
+        pr.spec.enable_workspace_paths == Some(true)
+            || pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .is_some_and(|l| l.workspace_deletion.is_some())
+    }) {
         claims.push(Claim::new("core.kcp.io", "logicalclusters"));
     }
     for r in related {

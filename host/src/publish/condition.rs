@@ -11,20 +11,36 @@ use tracing::warn;
 
 use super::Publisher;
 use crate::apis::PublishedResource;
+use crate::sync::context::SyncContext;
+
+/// One condition this agent writes: its type without the partition
+/// prefix, and what it says.
+pub(super) struct Said<'a> {
+    pub type_: &'static str,
+    pub status: &'a str,
+    pub reason: &'a str,
+    pub message: &'a str,
+}
+
+/// The condition types this agent owns on a PublishedResource (without the
+/// partition prefix): written together, so that one it no longer says
+/// (waitForOtherFinalizers turned off) goes.
+const OWNED: [&str; 2] = ["Ready", crate::sync::finalizer_wait::CONDITION];
 
 impl Publisher {
-    /// The type of the condition this agent writes on PublishedResources:
-    /// `Ready`, as upstream; with a partitioned endpoint slice
-    /// `<slice>/Ready`, one per agent, since each sees only its partition's
-    /// objects (sharing one condition, agents would overwrite each other's
-    /// failures on every pass).
-    fn condition_type(&self) -> String {
+    /// The type of a condition this agent writes on PublishedResources:
+    /// `Ready` as upstream (and `WaitingForFinalizers`); with a partitioned
+    /// endpoint slice `<slice>/Ready`, one per agent, since each sees only
+    /// its partition's objects (sharing one condition, agents would
+    /// overwrite each other's failures on every pass).
+    fn condition_type(&self, type_: &str) -> String {
         match &self.kcp.partition {
-            Some(_) => format!("{}/Ready", self.kcp.slice_name),
-            None => "Ready".into(),
+            Some(_) => format!("{}/{type_}", self.kcp.slice_name),
+            None => type_.into(),
         }
     }
 
+    /// Set the Ready condition (and drop the agent's other conditions).
     pub(super) async fn set_condition(
         &self,
         api: &Api<PublishedResource>,
@@ -33,7 +49,25 @@ impl Publisher {
         reason: &str,
         message: &str,
     ) {
-        // The watch's copy: the condition is compared without a request.
+        let ready = Said {
+            type_: "Ready",
+            status,
+            reason,
+            message,
+        };
+        self.set_conditions(api, name, &[ready]).await
+    }
+
+    /// Set the agent's conditions on `name` to `said`, in one status write
+    /// and none when they already say that. A False Ready is repeated as a
+    /// Warning Event.
+    pub(super) async fn set_conditions(
+        &self,
+        api: &Api<PublishedResource>,
+        name: &str,
+        said: &[Said<'_>],
+    ) {
+        // The watch's copy: the conditions are compared without a request.
         let cached = self.prs.get(&reflector::ObjectRef::new(name));
         let pr = match cached {
             Some(pr) => pr,
@@ -47,47 +81,72 @@ impl Publisher {
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
-        let type_ = self.condition_type();
-        if current.iter().any(|c| {
-            c.type_ == type_ && c.status == status && c.reason == reason && c.message == message
-        }) {
+        let owned: Vec<String> = OWNED.iter().map(|t| self.condition_type(t)).collect();
+        let ours: Vec<(String, &Said)> = said
+            .iter()
+            .map(|c| (self.condition_type(c.type_), c))
+            .collect();
+        // Whether the resource already says `c` under type `t`.
+        let said_already = |t: &String, c: &Said| {
+            current.iter().any(|x| {
+                &x.type_ == t
+                    && x.status == c.status
+                    && x.reason == c.reason
+                    && x.message == c.message
+            })
+        };
+        let unchanged = ours.iter().all(|(t, c)| said_already(t, c));
+        let stale = current
+            .iter()
+            .any(|x| owned.contains(&x.type_) && !ours.iter().any(|(t, _)| t == &x.type_));
+        if unchanged && !stale {
             return;
         }
-        if status == "False" {
-            // Events say the same as the condition, where `kubectl describe` shows them.
-            let ev = Event {
-                type_: EventType::Warning,
-                reason: reason.to_string(),
-                note: Some(crate::kube::recorder::note(message)),
-                action: "Reconcile".into(),
-                secondary: None,
-            };
-            if let Err(e) = self.events.publish(&ev, &pr.object_ref(&())).await {
-                warn!(published_resource = %name, error = %e, "cannot record event");
+        for (t, c) in &ours {
+            if c.type_ == "Ready" && c.status == "False" && !said_already(t, c) {
+                // Events say the same as the condition, where `kubectl describe` shows them.
+                let ev = Event {
+                    type_: EventType::Warning,
+                    reason: c.reason.to_string(),
+                    note: Some(crate::kube::recorder::note(c.message)),
+                    action: "Reconcile".into(),
+                    secondary: None,
+                };
+                if let Err(e) = self.events.publish(&ev, &pr.object_ref(&())).await {
+                    warn!(published_resource = %name, error = %e, "cannot record event");
+                }
             }
         }
-        let now = k8s_openapi::jiff::Timestamp::now();
-        let ours = json!({
-            "type": type_, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": now.to_string(),
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let written = ours.iter().map(|(t, c)| {
+            // The time of the last change of status, not of every message.
+            let since = current
+                .iter()
+                .find(|x| &x.type_ == t && x.status == c.status)
+                .map(|x| serde_json::to_value(&x.last_transition_time).unwrap_or_default())
+                .unwrap_or_else(|| json!(now));
+            json!({
+                "type": t, "status": c.status, "reason": c.reason, "message": c.message,
+                "lastTransitionTime": since,
+            })
         });
         let p = if self.kcp.partition.is_some() {
             // The agents of the other partitions keep their conditions: the
             // list is written whole (a merge patch replaces arrays), so only
             // over the version it was read from (a conflict is retried by
             // the pass its watch event wakes).
-            let mut conditions: Vec<serde_json::Value> = current
+            let conditions: Vec<serde_json::Value> = current
                 .iter()
-                .filter(|c| c.type_ != type_)
+                .filter(|c| !owned.contains(&c.type_))
                 .filter_map(|c| serde_json::to_value(c).ok())
+                .chain(written)
                 .collect();
-            conditions.push(ours);
             json!({
                 "metadata": {"resourceVersion": pr.metadata.resource_version},
                 "status": {"conditions": conditions},
             })
         } else {
-            json!({"status": {"conditions": [ours]}})
+            json!({"status": {"conditions": written.collect::<Vec<_>>()}})
         };
         if let Err(e) = api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&p))
@@ -95,5 +154,35 @@ impl Publisher {
         {
             warn!(published_resource = %name, error = %e, "cannot update status condition");
         }
+    }
+
+    /// The conditions of a running sync: Ready ([`Publisher::sync_condition`])
+    /// and, with `spec.lifecycle.waitForOtherFinalizers`, which copies wait.
+    pub(super) async fn say_syncing(
+        &self,
+        api: &Api<PublishedResource>,
+        pr: &PublishedResource,
+        ctx: &SyncContext,
+        failing: Option<String>,
+        syncing_message: &str,
+    ) {
+        let name = pr.metadata.name.clone().unwrap_or_default();
+        let (status, reason, message) = self.sync_condition(pr, failing, syncing_message);
+        let mut said = vec![Said {
+            type_: "Ready",
+            status,
+            reason,
+            message: &message,
+        }];
+        let waits = ctx.finalizer_waits.as_ref().map(|w| w.condition());
+        if let Some((status, reason, message)) = &waits {
+            said.push(Said {
+                type_: crate::sync::finalizer_wait::CONDITION,
+                status,
+                reason,
+                message,
+            });
+        }
+        self.set_conditions(api, &name, &said).await
     }
 }

@@ -80,6 +80,9 @@ pub struct PublishConfig {
     pub disabled: Vec<String>,
     /// How often synced objects are checked again (`--resync-period`).
     pub resync: Duration,
+    /// Objects of one PublishedResource reconciled at a time
+    /// (`--sync-workers`).
+    pub workers: usize,
 }
 
 /// What the publisher reconciles.

@@ -450,9 +450,8 @@ impl Publisher {
             }
             // Never Ready while objects keep failing, or while a plugin
             // holds back new code.
-            let (status, reason, msg) =
-                self.sync_condition(pr, ctx.failures.summary(), &syncing_message);
-            self.set_condition(api, &name, status, reason, &msg).await;
+            self.say_syncing(api, pr, &ctx, ctx.failures.summary(), &syncing_message)
+                .await;
             return Ok(Outcome::Done);
         }
         match self.start_sync(pr, &resolved).await {
@@ -467,15 +466,15 @@ impl Publisher {
                             plugin_versions,
                             group_resource: gr,
                             cancel,
-                            ctx,
+                            ctx: ctx.clone(),
                         },
                     )
                 };
                 if let Some(old) = old {
                     old.cancel.cancel();
                 }
-                let (status, reason, msg) = self.sync_condition(pr, None, &syncing_message);
-                self.set_condition(api, &name, status, reason, &msg).await;
+                self.say_syncing(api, pr, &ctx, None, &syncing_message)
+                    .await;
                 Ok(Outcome::Done)
             }
             // No workspace has bound the export yet: the slice's watch

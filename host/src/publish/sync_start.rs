@@ -164,6 +164,19 @@ impl Publisher {
             })?),
             None => None,
         };
+        let finalizer_wait = pr
+            .spec
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.wait_for_other_finalizers.as_ref())
+            .map(|w| w.timeout().unwrap_or(crate::apis::FINALIZER_WAIT_DEFAULT));
+        // What the PublishedResource's conditions show changed: paced, so
+        // a burst of changes is one reconcile (and at most one status
+        // write) a second.
+        let wake_paced = {
+            let (queue, key) = (self.queue.clone(), super::Key::Resource(name.clone()));
+            move || queue.add_after(key.clone(), super::PACE)
+        };
         let ctx = SyncContext {
             agent_name: self.cfg.agent_name.clone(),
             published_resource: name.clone(),
@@ -181,19 +194,36 @@ impl Publisher {
             resync_all: Default::default(),
             resource_filter,
             namespace_filter,
+            related_finalizer: crate::sync::labels::related_finalizer(
+                pr.spec.related_finalizer(),
+                &self.cfg.agent_name,
+            ),
+            former_related_finalizer: crate::sync::labels::former_related_finalizer(
+                pr.spec.related_finalizer(),
+                &self.cfg.agent_name,
+            ),
+            // Validated before the sync starts (unsupported_fields).
+            finalizer_wait,
+            finalizer_waits: finalizer_wait.map(|timeout| {
+                crate::sync::finalizer_wait::FinalizerWaits::new(timeout, wake_paced.clone())
+            }),
+            workspace_deletion: pr
+                .spec
+                .lifecycle
+                .as_ref()
+                .and_then(|l| l.workspace_deletion),
+            namespace_metadata: pr.spec.managed_namespace_metadata.clone().map(|m| {
+                crate::sync::namespace_meta::NamespaceMetadata::new(m, &self.cfg.agent_name, &name)
+            }),
             workspace_paths: pr.spec.enable_workspace_paths == Some(true),
             paths: Default::default(),
-            failures: Failures::new({
-                // Paced: a burst of failures is one reconcile (and at most
-                // one status write) a second.
-                let (queue, key) = (self.queue.clone(), super::Key::Resource(name.clone()));
-                move || queue.add_after(key.clone(), super::PACE)
-            }),
+            failures: Failures::new(wake_paced),
             related_kinds: Default::default(),
             related_caches: Default::default(),
             convergence: Default::default(),
             recorder: self.kcp_events.clone(),
             resync: self.cfg.resync,
+            workers: self.cfg.workers,
             in_sync: Default::default(),
         };
         let ctx = Arc::new(ctx);

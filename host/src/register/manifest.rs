@@ -103,7 +103,7 @@ fn rbac(p: &Params) -> Vec<Value> {
         json!({"apiGroups": ["syncweave.dev"], "resources": ["wasmplugins"], "verbs": ["get", "list", "watch"]}),
         json!({"apiGroups": ["syncweave.dev"], "resources": ["wasmplugins/status"], "verbs": ["patch"]}),
         json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"]}),
-        json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch", "create"]}),
+        json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch", "create", "patch"]}),
         json!({"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}),
     ];
     for r in p.resources {

@@ -36,7 +36,7 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
         "kcp",
         cancel.clone(),
     ));
-    let config_client = crate::init::workspace_client(&kcp_cfg, &opts.config_workspace)?;
+    let config_client = crate::init::config_client(&kcp_cfg, &opts.config_workspace)?;
     let lease_client = crate::init::lease_client(&kcp_cfg, &opts.config_workspace)?;
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm plugin runtime")?;
@@ -62,16 +62,15 @@ pub async fn run_init(opts: InitOptions) -> anyhow::Result<()> {
     );
     health.follow_server(CHECK_KCP, &["kcp", "lease"]);
     health.set_standby(opts.common.enable_leader_election);
-    // The Lease lives in the config workspace (namespace `default` unless
-    // --leader-election-namespace says otherwise), named after the config
-    // workspace so that agents serving different config workspaces elect
-    // independently.
+    // The Lease `init-agent.kcp.io` lives in the config workspace, in
+    // --leader-election-namespace, as upstream init-agent's.
     let lease = crate::kube::leader::acquire_if_enabled(
         opts.common.enable_leader_election,
         &lease_client,
         &opts.leader_election_namespace,
-        &crate::init::lease_name(&opts.config_workspace),
+        crate::init::LEASE_NAME,
         opts.common.leader_timings()?,
+        None,
         cancel.clone(),
     )
     .await?;

@@ -100,6 +100,10 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
         &opts.namespace,
         &lease_name(&opts.agent_name, &kcp),
         opts.common.leader_timings()?,
+        Some(crate::kube::leader::Configuration(format!(
+            "kcp={} apiexportendpointslice={}:{} selector={:?}",
+            kcp.base_url, kcp.slice_workspace, kcp.slice_name, opts.selector
+        ))),
         cancel.clone(),
     )
     .await?;
@@ -142,6 +146,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             selector: opts.selector.clone(),
             disabled: opts.disabled_controllers.clone(),
             resync: opts.resync_period,
+            workers: opts.sync_workers,
         },
         kcp,
         service,

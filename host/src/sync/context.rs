@@ -66,6 +66,22 @@ pub struct SyncContext {
     /// Namespace in the consumer's workspace (read through the virtual
     /// workspace, which needs the `namespaces` permission claim).
     pub namespace_filter: Option<Selector>,
+    /// The finalizer on kcp-origin related objects
+    /// (`spec.lifecycle.relatedFinalizer`).
+    pub related_finalizer: String,
+    /// This agent's related finalizer under the other policy, when it is
+    /// its own alone ([`super::labels::former_related_finalizer`]): moved to
+    /// `related_finalizer` on sight, released with it.
+    pub former_related_finalizer: Option<String>,
+    /// `spec.lifecycle.waitForOtherFinalizers.timeout`, when set.
+    pub finalizer_wait: Option<std::time::Duration>,
+    /// kcp objects whose copy waits for other finalizers (for the Events
+    /// and the PublishedResource's condition); `Some` with `finalizer_wait`.
+    pub finalizer_waits: Option<Arc<super::finalizer_wait::FinalizerWaits>>,
+    /// `spec.lifecycle.workspaceDeletion`.
+    pub workspace_deletion: Option<crate::apis::WorkspaceDeletion>,
+    /// `spec.managedNamespaceMetadata`.
+    pub namespace_metadata: Option<super::namespace_meta::NamespaceMetadata>,
     /// `spec.enableWorkspacePaths`: resolve each consumer workspace's path
     /// (through the virtual workspace, which needs the
     /// `core.kcp.io/logicalclusters` permission claim).
@@ -85,6 +101,8 @@ pub struct SyncContext {
     pub recorder: Arc<events::Recorder>,
     /// How often an object in sync is checked again (`--resync-period`).
     pub resync: Duration,
+    /// Objects reconciled at a time (`--sync-workers`).
+    pub workers: usize,
     /// Per key, the (kcp, copy) resourceVersions a reconcile left in sync:
     /// a check that finds both unchanged has nothing to do (no plugin call,
     /// no request). Only where every input is watched (no related
@@ -234,6 +252,7 @@ impl SyncContext {
     pub(super) fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
         if !self.plugins().related.is_empty()
             || self.namespace_filter.is_some()
+            || self.namespace_metadata.is_some()
             || !self.copies.synced()
         {
             return None;

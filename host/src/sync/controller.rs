@@ -22,7 +22,12 @@ use crate::controller::queue::WorkQueue;
 use crate::controller::runner::Outcome;
 use crate::controller::store::ObjectKey;
 
-pub const WORKERS: usize = 4;
+/// Objects of one PublishedResource reconciled at a time, unless
+/// `--sync-workers` says otherwise. Upstream's 4 left the agent far below
+/// what the servers take once no client-side limit holds it back
+/// (docs/performance.md); more workers only mean more requests in flight,
+/// which the servers' Priority and Fairness paces.
+pub const DEFAULT_WORKERS: usize = 8;
 /// How often an object in sync is checked again. Every input of a plain
 /// PublishedResource is watched (the kcp object, its copy, its state
 /// Secret) and plugin swaps re-check everything, so the periodic check only
@@ -43,7 +48,7 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         WorkQueue::new(Duration::from_millis(100), Duration::from_secs(30));
     info!(published_resource = %ctx.published_resource, "starting sync controller");
     let mut controller = Controller::new(ctx.clone(), queue, cancel)
-        .workers(WORKERS)
+        .workers(ctx.workers)
         .feed("failure-summary", {
             let ctx = ctx.clone();
             move |_| summarise_failures(ctx.clone())
@@ -55,6 +60,12 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         .feed("service-watch", {
             let ctx = ctx.clone();
             move |queue| watch_copies(ctx.clone(), queue)
+        })
+        // A server that answers again: objects that failed on it are
+        // retried now, not after the backoff they reached during the outage.
+        .feed("retry-on-recovery", {
+            let ctx = ctx.clone();
+            move |queue| retry_on_recovery(ctx.clone(), queue)
         })
         // After a plugin swap every object is checked again with the new code.
         .feed("plugin-resync", {
@@ -76,6 +87,44 @@ pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
         .run()
         .await;
     info!(published_resource = %ctx.published_resource, "stopped sync controller");
+}
+
+/// When failed objects are pulled forward after a server answers again
+/// (gaps, from its first proper answer). One retry is not enough: a
+/// kube-apiserver that just restarted answers 403 to everything for its
+/// first moments, until its RBAC cache is loaded (seen in the outage
+/// test), and those 403s grow the backoff further. At most four early
+/// retries per recovery, 7 s apart in all, so a server that flaps does
+/// not turn backoff into a retry storm.
+const RECOVERY_RETRIES: [Duration; 4] = [
+    Duration::ZERO,
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// Retry the failed objects early whenever kcp or the service cluster
+/// answers properly again after trouble, instead of at the end of a
+/// backoff that grew during the outage (up to 30 s).
+async fn retry_on_recovery(ctx: Arc<SyncContext>, queue: Arc<WorkQueue<ObjectKey>>) {
+    let mut kcp = crate::kube::client::recoveries("kcp");
+    let mut service = crate::kube::client::recoveries("service");
+    loop {
+        let server = tokio::select! {
+            r = kcp.changed() => r.map(|_| "kcp"),
+            r = service.changed() => r.map(|_| "service"),
+        };
+        let Ok(server) = server else {
+            return;
+        };
+        for gap in RECOVERY_RETRIES {
+            tokio::time::sleep(gap).await;
+            let n = queue.retry_failed_now();
+            if n > 0 {
+                info!(published_resource = %ctx.published_resource, server, objects = n, "the API server answers again: retrying failed objects now");
+            }
+        }
+    }
 }
 
 impl crate::controller::runner::Reconcile for SyncContext {
@@ -118,10 +167,14 @@ impl crate::controller::runner::Reconcile for SyncContext {
     }
 
     /// Every input of a plain PublishedResource is watched; related objects
-    /// and Namespace labels are not (see [`RESYNC_UNWATCHED`]).
+    /// and Namespace labels (filters, managed namespace metadata) are not
+    /// (see [`RESYNC_UNWATCHED`]).
     fn resync_period(&self) -> Option<Duration> {
         Some(
-            if self.plugins().related.is_empty() && self.namespace_filter.is_none() {
+            if self.plugins().related.is_empty()
+                && self.namespace_filter.is_none()
+                && self.namespace_metadata.is_none()
+            {
                 self.resync
             } else {
                 RESYNC_UNWATCHED.min(self.resync)

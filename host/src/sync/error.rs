@@ -14,6 +14,18 @@ pub enum SyncError {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "applying spec.managedNamespaceMetadata to namespace {namespace} on the service cluster \
+         (for {key}): {source}; the service cluster refused the labels or annotations: change \
+         spec.managedNamespaceMetadata (or the consumer Namespace's keys that \
+         fromConsumerNamespace copies), or the policy that refuses them"
+    )]
+    NamespaceMetadata {
+        namespace: String,
+        key: ObjectKey,
+        #[source]
+        source: kube::Error,
+    },
     #[error("naming {key}: {0}", key = .1)]
     Naming(String, ObjectKey),
     #[error("mutating {key}: {0}", key = .1)]

@@ -23,6 +23,10 @@ pub const OBJECT_STATUS_SYNCED: &str = "ObjectStatusSynced";
 pub const OBJECT_CLEANUP: &str = "ObjectCleanup";
 pub const OBJECT_DELETED: &str = "ObjectDeleted";
 pub const RECONCILING_ERROR: &str = "ReconcilingError";
+/// syncweave: the copy waits for other finalizers on the kcp object.
+pub const WAITING_FOR_FINALIZERS: &str = "WaitingForFinalizers";
+/// syncweave: it waited `waitForOtherFinalizers.timeout` and goes on.
+pub const FINALIZER_WAIT_TIMED_OUT: &str = "FinalizerWaitTimedOut";
 
 /// A core/v1 Event about `obj` (its namespace, or `default` for a
 /// cluster-scoped object, where `kubectl describe` looks).

@@ -88,6 +88,9 @@ impl SyncContext {
         let Some(remote) = self.cache.get(key) else {
             debug!(%key, "object is gone from kcp");
             self.convergence.forget(key);
+            if let Some(m) = &self.namespace_metadata {
+                m.forget(key);
+            }
             return Ok(Outcome::Gone);
         };
         let mut remote = remote;

@@ -142,6 +142,9 @@ impl Pass<'_> {
         let api_version = self.sync.remote.ar.api_version.as_str();
         let kind = self.sync.remote.ar.kind.as_str();
         let (desired, state) = self.desired(local.map(|(_, json)| json)).await?;
+        if let Some(ns) = desired["metadata"]["namespace"].as_str() {
+            self.keep_namespace_metadata(ns).await?;
+        }
 
         // Checked before any write (and only then: it encodes the state): a
         // copy whose state cannot be stored would be rewritten on every pass.
@@ -325,6 +328,53 @@ impl Pass<'_> {
         })
     }
 
+    /// `spec.managedNamespaceMetadata` on the copy's namespace `ns`: what
+    /// this object's consumer Namespace contributes is recorded, and the
+    /// namespace written when its keys changed or drifted (read from the
+    /// service-side Namespace cache; nothing is written in steady state).
+    async fn keep_namespace_metadata(&self, ns: &str) -> Result<(), SyncError> {
+        let Some(m) = &self.sync.namespace_metadata else {
+            return Ok(());
+        };
+        let key = self.key;
+        if m.copies() {
+            let copied = match &key.namespace {
+                Some(kcp_ns) => {
+                    let api = self.namespaces_api(false, &key.cluster)?;
+                    let consumer = api.get("", kcp_ns).await.map_err(|source| SyncError::Kube {
+                        action: "reading the consumer Namespace (for spec.managedNamespaceMetadata.fromConsumerNamespace) of",
+                        what: format!(
+                            "{key}; the consumer's APIBinding must accept the `namespaces` permission claim"
+                        ),
+                        source,
+                    })?;
+                    consumer
+                        .map(|n| m.copied_from(&n.metadata))
+                        .unwrap_or_default()
+                }
+                None => Default::default(),
+            };
+            m.contribute(ns, key, copied);
+        }
+        self.ensure_namespace(ns).await?;
+        let desired = m.desired(ns);
+        let current = self
+            .namespaces_api(true, "")?
+            .get("", ns)
+            .await
+            .map_err(kerr("reading namespace", ns))?;
+        if m.needs_apply(ns, &desired, current.as_ref().map(|n| &n.metadata)) {
+            m.apply(&self.service, ns, &desired)
+                .await
+                .map_err(|source| SyncError::NamespaceMetadata {
+                    namespace: ns.to_string(),
+                    key: key.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
     async fn ensure_namespace(&self, ns: &str) -> Result<(), SyncError> {
         if self
             .namespaces
@@ -334,7 +384,22 @@ impl Pass<'_> {
         {
             return Ok(());
         }
-        crate::kube::namespace::ensure(&self.service, ns)
+        // Marked so that `workspaceDeletion: Delete` finds what it created.
+        let labels = match self.sync.workspace_deletion {
+            Some(crate::apis::WorkspaceDeletion::Delete) => [
+                (
+                    super::labels::CREATED_BY_LABEL.to_string(),
+                    self.sync.agent_name.clone(),
+                ),
+                (
+                    super::labels::CREATED_FOR_LABEL.to_string(),
+                    self.key.cluster.clone(),
+                ),
+            ]
+            .into(),
+            _ => Default::default(),
+        };
+        crate::kube::namespace::ensure_labelled(&self.service, ns, labels)
             .await
             .map_err(|e| kerr(e.action, ns)(e.source))?;
         self.namespaces

@@ -220,7 +220,10 @@ pub fn kinds(ctx: &SyncContext, service_side: bool) -> BTreeSet<Gvr> {
                 .as_ref()
                 .is_some_and(|n| n.selector.is_some())
     });
-    if by_namespace_labels || (!service_side && ctx.namespace_filter.is_some()) {
+    let ns_meta = ctx.namespace_metadata.as_ref();
+    // Service side: to see drift; kcp side: the keys copied from there.
+    let ns_meta = ns_meta.is_some_and(|m| service_side || m.copies());
+    if by_namespace_labels || ns_meta || (!service_side && ctx.namespace_filter.is_some()) {
         out.insert(namespaces_gvr());
     }
     out

@@ -405,6 +405,7 @@ fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
         let doc = json!({
             "name": plugin.name(),
             "world": plugin.world().as_str(),
+            "contract": plugin.contract_version().as_str(),
             "digest": plugin.digest(),
             "size": plugin.size(),
             "imports": plugin.imports(),
@@ -416,6 +417,10 @@ fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
     }
     println!("plugin:      {}", plugin.name());
     println!("world:       {}", plugin.world());
+    println!(
+        "contract:    syncweave:plugin@{}",
+        plugin.contract_version()
+    );
     println!("digest:      {}", plugin.digest());
     println!("size:        {} bytes", plugin.size());
     println!("exports:");

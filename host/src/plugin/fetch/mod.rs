@@ -781,7 +781,7 @@ async fn fetch_builtin(inner: &Inner, r: &PluginRef, name: &str) -> Result<Fetch
     }
     if let Some(b) = syncweave_runtime::builtins::get(name) {
         return Ok(Fetched {
-            bytes: b.wasm.into(),
+            bytes: b.wasm().into(),
             digest: b.digest.to_string(),
             cached: true,
             signature: None,
@@ -1015,9 +1015,9 @@ pub(crate) mod tests {
         let r = PluginRef::parse("projection", None, "spec").unwrap();
         let f = ctx.fetch(&r).await.unwrap();
         let embedded = syncweave_runtime::builtins::get("projection").unwrap();
-        assert_eq!(&*f.bytes, embedded.wasm);
+        assert_eq!(&*f.bytes, &embedded.wasm()[..]);
         assert_eq!(f.digest, embedded.digest);
-        assert_eq!(f.digest, sha256_digest(embedded.wasm));
+        assert_eq!(f.digest, sha256_digest(&embedded.wasm()));
 
         let e = ctx
             .fetch(&PluginRef::parse("/definitely/not/here.wasm", None, "spec").unwrap())

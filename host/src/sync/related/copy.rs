@@ -34,6 +34,11 @@ impl RelatedPass<'_> {
             .await
             .map_err(kerr("reading the copy", dest_what.clone()))?;
         let orig_finalizers = res.original.metadata.finalizers.clone().unwrap_or_default();
+        // Ours only: upstream's shared name, or this agent's own
+        // (spec.lifecycle.relatedFinalizer).
+        let hold = &self.sync.related_finalizer;
+        let former = self.sync.former_related_finalizer.as_ref();
+        let ours = |f: &String| f == hold || Some(f) == former;
         let orig_deleting = res.original.metadata.deletion_timestamp.is_some();
 
         // Deletion: of the primary (cleanup), or of a kcp original (whose
@@ -49,9 +54,8 @@ impl RelatedPass<'_> {
                 }
                 return Ok(true);
             }
-            if !service && orig_finalizers.iter().any(|f| f == FINALIZER) {
-                let kept: Vec<&String> =
-                    orig_finalizers.iter().filter(|f| *f != FINALIZER).collect();
+            if !service && orig_finalizers.iter().any(ours) {
+                let kept: Vec<&String> = orig_finalizers.iter().filter(|f| !ours(f)).collect();
                 let patch = json!({"metadata": {"finalizers": kept, "resourceVersion": res.original.metadata.resource_version}});
                 let released = origin_api
                     .api(&orig_ns)
@@ -65,10 +69,20 @@ impl RelatedPass<'_> {
             }
             return Ok(false);
         }
-        // kcp originals are held by our finalizer until their copy is gone.
-        if !service && !orig_finalizers.iter().any(|f| f == FINALIZER) {
-            let mut f = orig_finalizers.clone();
-            f.push(FINALIZER.to_string());
+        // kcp originals are held by our finalizer until their copy is gone;
+        // a hold under our former name (the policy changed) moves to the
+        // current one, so that an agent that only knows the current name
+        // (upstream, after a swap back) can release it.
+        let stale = former.is_some_and(|f| orig_finalizers.contains(f));
+        if !service && (!orig_finalizers.contains(hold) || stale) {
+            let mut f: Vec<String> = orig_finalizers
+                .iter()
+                .filter(|f| Some(*f) != former)
+                .cloned()
+                .collect();
+            if !f.contains(hold) {
+                f.push(hold.clone());
+            }
             let patch = json!({"metadata": {"finalizers": f, "resourceVersion": res.original.metadata.resource_version}});
             let held = origin_api
                 .api(&orig_ns)

@@ -24,7 +24,6 @@ use tracing::{debug, info, warn};
 use super::caches::SideApi;
 use super::context::Pass;
 use super::error::{RelatedError, SyncError, config_err};
-use super::labels::FINALIZER;
 use super::patch;
 use super::ports::{Related, Templates};
 use super::strip::strip_metadata;
