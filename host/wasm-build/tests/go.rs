@@ -21,22 +21,22 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 mod v01 {
     pub mod mutator {
-        wasmtime::component::bindgen!({ path: "../../wit", world: "mutator" });
+        wasmtime::component::bindgen!({ path: "../../wit", world: "mutator", additional_derives: [PartialEq] });
     }
     pub mod namer {
-        wasmtime::component::bindgen!({ path: "../../wit", world: "namer", with: {
+        wasmtime::component::bindgen!({ path: "../../wit", world: "namer", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
         }});
     }
     pub mod projector {
-        wasmtime::component::bindgen!({ path: "../../wit", world: "projector", with: {
+        wasmtime::component::bindgen!({ path: "../../wit", world: "projector", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
         }});
     }
     pub mod renderer {
-        wasmtime::component::bindgen!({ path: "../../wit", world: "renderer", with: {
+        wasmtime::component::bindgen!({ path: "../../wit", world: "renderer", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
         }});
@@ -46,23 +46,23 @@ mod v01 {
 
 mod v02 {
     pub mod mutator {
-        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "mutator" });
+        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "mutator", additional_derives: [PartialEq] });
     }
     pub mod namer {
-        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "namer", with: {
+        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "namer", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
             "syncweave:plugin/reads": super::mutator::syncweave::plugin::reads,
         }});
     }
     pub mod projector {
-        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "projector", with: {
+        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "projector", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
         }});
     }
     pub mod renderer {
-        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "renderer", with: {
+        wasmtime::component::bindgen!({ path: "../../wit/v0.2", world: "renderer", additional_derives: [PartialEq], with: {
             "syncweave:plugin/types": super::mutator::syncweave::plugin::types,
             "syncweave:plugin/host-log": super::mutator::syncweave::plugin::host_log,
             "syncweave:plugin/reads": super::mutator::syncweave::plugin::reads,
@@ -91,6 +91,12 @@ impl State {
     }
 }
 
+/// `Info` for `Level::Info`: bindgen's Debug names the enum too.
+fn variant(value: impl std::fmt::Debug) -> String {
+    let text = format!("{value:?}");
+    text.rsplit("::").next().unwrap_or(&text).to_string()
+}
+
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
@@ -102,14 +108,14 @@ impl WasiView for State {
 
 impl v01::host_log::Host for State {
     fn log(&mut self, level: v01::host_log::Level, message: String) {
-        self.logs.push(format!("{level:?} {message}"));
+        self.logs.push(format!("{} {message}", variant(level)));
     }
 }
 impl v01::types::Host for State {}
 
 impl v02::host_log::Host for State {
     fn log(&mut self, level: v02::host_log::Level, message: String) {
-        self.logs.push(format!("{level:?} {message}"));
+        self.logs.push(format!("{} {message}", variant(level)));
     }
 }
 impl v02::types::Host for State {}
@@ -123,8 +129,11 @@ impl v02::reads::Host for State {
         name: String,
     ) -> Result<Option<String>, v02::reads::ReadError> {
         self.reads.push(format!(
-            "get {side:?} {}/{}/{} {namespace:?} {name}",
-            resource.group, resource.version, resource.resource
+            "get {} {}/{}/{} {namespace:?} {name}",
+            variant(side),
+            resource.group,
+            resource.version,
+            resource.resource
         ));
         match (resource.resource.as_str(), name.as_str()) {
             ("namespaces", "shop") => Ok(Some(
@@ -149,8 +158,11 @@ impl v02::reads::Host for State {
         label_selector: Option<String>,
     ) -> Result<Vec<String>, v02::reads::ReadError> {
         self.reads.push(format!(
-            "list {side:?} {}/{}/{} {namespace:?} {label_selector:?}",
-            resource.group, resource.version, resource.resource
+            "list {} {}/{}/{} {namespace:?} {label_selector:?}",
+            variant(side),
+            resource.group,
+            resource.version,
+            resource.resource
         ));
         if resource.resource == "configmaps" {
             // Many results of some size: the host allocates each through the
