@@ -9,7 +9,8 @@
 //! (`syncweave.dev/sdk/go/mutator`, …, `syncweave.dev/sdk/go/v02/mutator`, …),
 //! and `go list` says which one the main package imports. The module's
 //! `//go:wasmexport`s are the role package's, so what it imports is what it
-//! exports.
+//! exports. The contracts' WIT is the one [`crate::contract`] embeds for
+//! every language.
 //!
 //! `go` is the one on PATH (else `$GOROOT/bin/go`);
 //! it must be Go 1.24 or newer (`//go:wasmexport` and c-shared for wasip1).
@@ -23,70 +24,52 @@ use wasi_preview1_component_adapter_provider::{
     WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME, WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER,
 };
 
-use crate::{BuildError, BuiltComponent, Scratch, find_on_path, install_component, tail};
+use crate::{
+    BuildError, BuiltComponent, ContractVersion, Scratch, find_on_path, install_component, tail,
+};
 
 /// The Go SDK's module path.
 pub const SDK_MODULE: &str = "syncweave.dev/sdk/go";
 /// The oldest Go that can build a plugin: `//go:wasmexport` came in 1.24.
 pub const MIN_GO: (u32, u32) = (1, 24);
 
-const WIT_0_1: &str = include_str!("../../../wit/plugin.wit");
-const WIT_0_2: &str = include_str!("../../../wit/v0.2/plugin.wit");
-
-/// The contract version a Go plugin targets, from its role package.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GoContract {
-    V0_1,
-    V0_2,
-}
-
-impl GoContract {
-    /// `syncweave:plugin@0.1.0`.
-    pub fn package(self) -> &'static str {
-        match self {
-            GoContract::V0_1 => "syncweave:plugin@0.1.0",
-            GoContract::V0_2 => "syncweave:plugin@0.2.0",
-        }
-    }
-
-    /// The WIT document of this contract, as this build embeds it.
-    pub fn wit(self) -> &'static str {
-        match self {
-            GoContract::V0_1 => WIT_0_1,
-            GoContract::V0_2 => WIT_0_2,
-        }
-    }
-}
-
 /// The role packages of the Go SDK: import path, world, contract.
-pub const ROLE_PACKAGES: [(&str, &str, GoContract); 8] = [
-    ("syncweave.dev/sdk/go/mutator", "mutator", GoContract::V0_1),
-    ("syncweave.dev/sdk/go/namer", "namer", GoContract::V0_1),
+pub const ROLE_PACKAGES: [(&str, &str, ContractVersion); 8] = [
+    (
+        "syncweave.dev/sdk/go/mutator",
+        "mutator",
+        ContractVersion::V0_1,
+    ),
+    ("syncweave.dev/sdk/go/namer", "namer", ContractVersion::V0_1),
     (
         "syncweave.dev/sdk/go/projector",
         "projector",
-        GoContract::V0_1,
+        ContractVersion::V0_1,
     ),
     (
         "syncweave.dev/sdk/go/renderer",
         "renderer",
-        GoContract::V0_1,
+        ContractVersion::V0_1,
     ),
     (
         "syncweave.dev/sdk/go/v02/mutator",
         "mutator",
-        GoContract::V0_2,
+        ContractVersion::V0_2,
     ),
-    ("syncweave.dev/sdk/go/v02/namer", "namer", GoContract::V0_2),
+    (
+        "syncweave.dev/sdk/go/v02/namer",
+        "namer",
+        ContractVersion::V0_2,
+    ),
     (
         "syncweave.dev/sdk/go/v02/projector",
         "projector",
-        GoContract::V0_2,
+        ContractVersion::V0_2,
     ),
     (
         "syncweave.dev/sdk/go/v02/renderer",
         "renderer",
-        GoContract::V0_2,
+        ContractVersion::V0_2,
     ),
 ];
 
@@ -114,7 +97,7 @@ pub struct GoToolchain {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GoTarget {
     pub world: &'static str,
-    pub contract: GoContract,
+    pub contract: ContractVersion,
     pub role_package: &'static str,
 }
 
@@ -252,7 +235,7 @@ pub fn find_go() -> Result<GoToolchain, BuildError> {
 /// The world and contract of a main package whose dependencies are `deps`.
 pub fn target_from_deps<'a>(deps: impl IntoIterator<Item = &'a str>) -> Result<GoTarget, String> {
     let deps: Vec<&str> = deps.into_iter().collect();
-    let found: Vec<&(&str, &str, GoContract)> = ROLE_PACKAGES
+    let found: Vec<&(&str, &str, ContractVersion)> = ROLE_PACKAGES
         .iter()
         .filter(|(pkg, _, _)| deps.contains(pkg))
         .collect();
@@ -366,7 +349,7 @@ pub fn go_target(project: &GoProject, go: &GoToolchain) -> Result<GoTarget, Buil
 pub fn componentize_go(
     module: &[u8],
     world: &str,
-    contract: GoContract,
+    contract: ContractVersion,
 ) -> Result<Vec<u8>, String> {
     let mut resolve = wit_parser::Resolve::default();
     let pkg = resolve
@@ -418,7 +401,7 @@ pub fn build_go(
     if progress {
         eprintln!(
             "syncweave: building Go plugin {} (world {} of {}, from {}) with {} \
-             (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared; a cold build takes about 10 s)",
+             (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared; a cold build takes about 20 s)",
             project.name,
             target.world,
             target.contract.package(),
@@ -528,9 +511,9 @@ mod tests {
             "syncweave.dev/sdk/go/namer",
         ])
         .unwrap();
-        assert_eq!((t.world, t.contract), ("namer", GoContract::V0_1));
+        assert_eq!((t.world, t.contract), ("namer", ContractVersion::V0_1));
         let t = target_from_deps(["syncweave.dev/sdk/go/v02/renderer"]).unwrap();
-        assert_eq!((t.world, t.contract), ("renderer", GoContract::V0_2));
+        assert_eq!((t.world, t.contract), ("renderer", ContractVersion::V0_2));
         let err = target_from_deps(["fmt", "syncweave.dev/sdk/go/plugin"]).unwrap_err();
         assert!(
             err.contains("imports none") && err.contains("Register"),
@@ -589,7 +572,7 @@ mod tests {
 
     #[test]
     fn both_contracts_parse_and_have_every_world() {
-        for contract in [GoContract::V0_1, GoContract::V0_2] {
+        for contract in [ContractVersion::V0_1, ContractVersion::V0_2] {
             let mut resolve = wit_parser::Resolve::default();
             let pkg = resolve.push_source("plugin.wit", contract.wit()).unwrap();
             for (_, world, c) in ROLE_PACKAGES {
@@ -604,7 +587,7 @@ mod tests {
     #[test]
     fn a_module_that_is_not_the_world_is_refused_with_the_reason() {
         let empty = b"\0asm\x01\0\0\0";
-        let err = componentize_go(empty, "mutator", GoContract::V0_1).unwrap_err();
+        let err = componentize_go(empty, "mutator", ContractVersion::V0_1).unwrap_err();
         assert!(err.contains("syncweave:plugin@0.1.0"), "{err}");
     }
 }
