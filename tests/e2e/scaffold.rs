@@ -345,6 +345,66 @@ fn go_plugins_from_new_to_tested() {
     );
 }
 
+/// The Go example of contract 0.2 (examples/go-labeler), built by `plugin
+/// build` and run by the host: its examples only pass when the host serves
+/// their read fixtures (the Namespace whose labels it copies) through the
+/// `reads` import.
+#[test]
+fn go_example_of_contract_02_reads_its_fixtures() {
+    if !have_go("go_example_of_contract_02_reads_its_fixtures") {
+        return;
+    }
+    let scratch = Scratch::new("go-labeler");
+    let out_dir = scratch.0.join("out");
+    let built = ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "build"])
+            .arg(repo().join("examples/go-labeler"))
+            .arg("--out")
+            .arg(&out_dir),
+        "plugin build examples/go-labeler",
+    );
+    let wasm = out_dir.join("go-labeler.wasm");
+    assert!(built.contains("go-labeler\t"), "{built}");
+
+    let info: Value = serde_json::from_str(&ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "inspect", "--json"])
+            .arg(&wasm),
+        "plugin inspect go-labeler",
+    ))
+    .unwrap();
+    assert_eq!(info["world"], "mutator", "{info}");
+    assert_eq!(info["contract"], "0.2.0", "{info}");
+    assert!(
+        info["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i == "syncweave:plugin/reads@0.2.0"),
+        "{info}"
+    );
+    let examples = info["describe"]["examples"].as_array().unwrap();
+    assert!(
+        examples
+            .iter()
+            .all(|e| e["reads"][0]["resource"]["resource"] == "namespaces"),
+        "every example brings the Namespace it reads: {info}"
+    );
+
+    let out = ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "test"])
+            .arg(&wasm)
+            .arg("--examples"),
+        "plugin test --examples go-labeler",
+    );
+    assert!(
+        out.contains(&format!("{} passed, 0 failed", examples.len())),
+        "{out}"
+    );
+}
+
 #[test]
 fn plugin_new_and_build_refuse_bad_input() {
     let scratch = Scratch::new("bad");
