@@ -10,7 +10,9 @@
 //! Python and JavaScript projects are built by [`python::build_python`] and
 //! [`js::build_js`] (componentize-py, and rolldown + componentize-js), against
 //! the version of the plugin contract the project names ([`contract`]: 0.1 or
-//! 0.2, both embedded here).
+//! 0.2, both embedded here). Go projects are built by [`go::build_go`]
+//! (`go build` for wasip1, then wit-component with the WASI preview 1 reactor
+//! adapter).
 //!
 //! Two Rust toolchains are supported, detected in this order:
 //! - rustup with the `wasm32-unknown-unknown` target installed: plain
@@ -31,6 +33,7 @@ use sha2::{Digest, Sha256};
 pub mod contract;
 #[cfg(feature = "embed")]
 pub mod embed;
+pub mod go;
 pub mod js;
 pub mod python;
 
