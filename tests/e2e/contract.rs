@@ -92,6 +92,132 @@ spec:
     )
 }
 
+/// Build `examples/<name>` (a Go project) with `syncweave plugin build`
+/// into `out`, as a provider would; the component's path.
+fn build_go_example(name: &str, out: &std::path::Path) -> String {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
+    let result = std::process::Command::new(crate::binary())
+        .args(["plugin", "build"])
+        .arg(&src)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("syncweave plugin build runs");
+    assert!(
+        result.status.success(),
+        "plugin build {name} failed ({}): {}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out.join(format!("{name}.wasm"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Example (a): a Go plugin, built from source here, copies the labels of
+/// the consumer's Namespace (under a prefix) onto the copy, and the copy
+/// follows when those labels change: the agent watches what the plugin
+/// read (`spec.reads.consumerNamespace`) and re-syncs the objects that read
+/// it. Nothing else would: this PublishedResource has no related objects,
+/// so its periodic re-check is the agent's `--resync` (5 minutes).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_go_plugin_copies_the_consumer_namespace_labels_and_follows_their_changes() {
+    if std::process::Command::new("go")
+        .arg("version")
+        .output()
+        .is_err()
+    {
+        panic!("`go` is not on PATH: install Go 1.24 or newer (tests/run.sh expects it)");
+    }
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    let labeler = build_go_example("go-labeler", &out);
+    let env = Env::start("contract-a", crate::binary()).await;
+    vm_kind(&env).await;
+    env.publish_yaml(&format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-vms
+spec:
+  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
+  naming: {{namespace: "{{{{ .ClusterName }}}}", name: "{{{{ .Object.metadata.name }}}}"}}
+  reads: {{consumerNamespace: true}}
+  mutation:
+    spec:
+      - wasm:
+          source: file://{labeler}
+          config: {{prefix: consumer.example.com/, keys: [team, cost-center]}}
+"#
+    ))
+    .await;
+    env.wait_for_export_claim("", "namespaces").await;
+    let (consumer, client) = env
+        .consumer_serving(
+            "consumer",
+            &[("", "events"), ("", "namespaces")],
+            &vm_gvk(),
+            "virtualmachines",
+        )
+        .await;
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(client.clone());
+    namespaces
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"team": "web", "cost-center": "cc-7", "other": "x"}}})),
+        )
+        .await
+        .unwrap();
+    vms(&client, "default")
+        .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
+        .await
+        .unwrap();
+    let local = vms(&env.service_client, &consumer.cluster);
+    let label = |c: &kube::api::DynamicObject, k: &str| {
+        c.metadata.labels.as_ref().and_then(|l| l.get(k).cloned())
+    };
+    let copy = eventually("the copy with the Namespace's labels", WAIT, || async {
+        Ok(get_opt(&local, "vm")
+            .await?
+            .filter(|c| label(c, "consumer.example.com/team").is_some()))
+    })
+    .await;
+    assert_eq!(
+        label(&copy, "consumer.example.com/team").as_deref(),
+        Some("web")
+    );
+    assert_eq!(
+        label(&copy, "consumer.example.com/cost-center").as_deref(),
+        Some("cc-7")
+    );
+    assert_eq!(
+        label(&copy, "consumer.example.com/other"),
+        None,
+        "only the keys listed"
+    );
+
+    // The consumer relabels the Namespace; the copy follows.
+    namespaces
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"team": "payments"}}})),
+        )
+        .await
+        .unwrap();
+    eventually("the copy with the new team", WAIT, || async {
+        Ok(get_opt(&local, "vm")
+            .await?
+            .filter(|c| label(c, "consumer.example.com/team").as_deref() == Some("payments")))
+    })
+    .await;
+    env.wait_for_ready("publish-vms", "True", "Syncing").await;
+}
+
 /// Example (b): a Python plugin fills a field from a related object and
 /// warns while that object is missing; the object syncs all along, and
 /// the field follows the related object when it appears and changes. A
