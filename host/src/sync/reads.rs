@@ -526,6 +526,130 @@ mod tests {
         }
     }
 
+    fn config(yaml: &str) -> Arc<ReadsConfig> {
+        let pr: PublishedResource = serde_yaml_ng::from_str(&format!(
+            "apiVersion: syncagent.kcp.io/v1alpha1\nkind: PublishedResource\nmetadata: {{name: vms}}\n\
+             spec:\n  resource: {{apiGroup: g, kind: K}}\n{yaml}"
+        ))
+        .unwrap();
+        Arc::new(ReadsConfig::of(&pr))
+    }
+
+    fn configmaps() -> Resource {
+        Resource::core("v1", "configmaps")
+    }
+
+    /// Service ConfigMaps `cfg/a` (label app=db) and `other/b`, listed.
+    fn caches_with_configmaps() -> super::super::caches::RelatedCaches {
+        let caches = super::super::caches::RelatedCaches::default();
+        let store = caches.service_or_new(&gvr(&configmaps()));
+        store.list_started();
+        for (ns, name) in [("cfg", "a"), ("other", "b")] {
+            store.listed(obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": "db"}}})));
+        }
+        store.list_done();
+        caches
+    }
+
+    #[test]
+    fn service_reads_are_answered_in_the_named_namespaces_only() {
+        let cfg = config("  reads:\n    service: [{version: v1, resource: configmaps, namespaces: [cfg]}]\n");
+        let caches = caches_with_configmaps();
+        let reads = ObjectReads::new(cfg, &key("c1", "ns", "vm"), &caches, None);
+        let got = reads
+            .get(Side::Service, &configmaps(), Some("cfg"), "a")
+            .unwrap()
+            .unwrap();
+        assert!(got.contains("\"name\":\"a\""), "{got}");
+        assert_eq!(
+            reads
+                .list(Side::Service, &configmaps(), Some("cfg"), Some("app=db"))
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(reads.get(Side::Service, &configmaps(), Some("cfg"), "zz"), Ok(None));
+        // Another namespace: refused, naming the allow-list.
+        let err = reads
+            .get(Side::Service, &configmaps(), Some("other"), "b")
+            .unwrap_err();
+        let ReadError::NotAllowed(m) = &err else { panic!("{err:?}") };
+        assert!(
+            m.contains("outside the read allow-list of PublishedResource/vms (spec.reads)")
+                && m.contains("configmaps (v1) in namespaces cfg"),
+            "{m}"
+        );
+        // What was read (refusals are not reads).
+        assert_eq!(reads.targets().len(), 3, "{:?}", reads.targets());
+    }
+
+    #[test]
+    fn nothing_allowed_refuses_every_read_and_names_spec_reads() {
+        let caches = caches_with_configmaps();
+        let reads = ObjectReads::new(config(""), &key("c1", "ns", "vm"), &caches, None);
+        let err = reads
+            .list(Side::Service, &configmaps(), Some("cfg"), None)
+            .unwrap_err();
+        let ReadError::NotAllowed(m) = &err else { panic!("{err:?}") };
+        assert!(m.contains("which allows nothing"), "{m}");
+        assert!(reads.targets().is_empty());
+    }
+
+    #[test]
+    fn a_kind_the_server_does_not_serve_and_a_cache_not_listed_yet_say_so() {
+        let cfg = config(
+            "  reads:\n    service: [{group: x.example.com, version: v1, resource: widgets, namespaces: [cfg]}]\n",
+        );
+        let widgets = Resource::new("x.example.com", "v1", "widgets");
+        let caches = super::super::caches::RelatedCaches::default();
+        // Discovery has not answered yet, then the cache has not listed.
+        let reads = ObjectReads::new(cfg.clone(), &key("c1", "ns", "vm"), &caches, None);
+        assert!(matches!(
+            reads.get(Side::Service, &widgets, Some("cfg"), "w"),
+            Err(ReadError::Unavailable(_))
+        ));
+        caches.service_or_new(&gvr(&widgets));
+        let reads = ObjectReads::new(cfg.clone(), &key("c1", "ns", "vm"), &caches, None);
+        let err = reads.get(Side::Service, &widgets, Some("cfg"), "w").unwrap_err();
+        assert!(
+            matches!(&err, ReadError::Unavailable(m) if m.contains("has not listed yet")),
+            "{err:?}"
+        );
+        // The server does not serve the kind.
+        caches.set_not_served(
+            true,
+            &gvr(&widgets),
+            Some("the API server does not serve widgets in x.example.com/v1".into()),
+        );
+        let reads = ObjectReads::new(cfg, &key("c1", "ns", "vm"), &caches, None);
+        let err = reads.get(Side::Service, &widgets, Some("cfg"), "w").unwrap_err();
+        assert!(
+            matches!(&err, ReadError::NotServed(m) if m.contains("does not serve widgets")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn the_consumer_namespace_is_its_own_only() {
+        let cfg = config("  reads: {consumerNamespace: true}\n");
+        let caches = super::super::caches::RelatedCaches::default();
+        let reads = ObjectReads::new(cfg, &key("c1", "shop", "vm"), &caches, None);
+        let ns = Resource::core("v1", "namespaces");
+        // Another Namespace, or a list: refused before any cache is asked.
+        for r in [
+            reads.get(Side::Kcp, &ns, None, "other").map(|_| ()),
+            reads.list(Side::Kcp, &ns, None, None).map(|_| ()),
+        ] {
+            assert!(matches!(r, Err(ReadError::NotAllowed(_))), "{r:?}");
+        }
+        // Its own: allowed (unavailable here: no shard serves the workspace yet).
+        assert!(matches!(
+            reads.get(Side::Kcp, &ns, None, "shop"),
+            Err(ReadError::Unavailable(_))
+        ));
+    }
+
     #[test]
     fn a_changed_object_wakes_exactly_its_readers() {
         let deps = ReadDeps::default();
