@@ -56,7 +56,7 @@ impl RelatedCaches {
             .cloned()
     }
 
-    pub(super) fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
+    pub(crate) fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
         self.kcp
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -65,7 +65,7 @@ impl RelatedCaches {
             .clone()
     }
 
-    pub(super) fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
+    pub(crate) fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
         self.service
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -162,7 +162,7 @@ pub struct ObjectReads {
 }
 
 impl ObjectReads {
-    pub(super) fn new(
+    pub(crate) fn new(
         config: Arc<ReadsConfig>,
         key: &ObjectKey,
         caches: &super::caches::RelatedCaches,
@@ -554,7 +554,9 @@ mod tests {
 
     #[test]
     fn service_reads_are_answered_in_the_named_namespaces_only() {
-        let cfg = config("  reads:\n    service: [{version: v1, resource: configmaps, namespaces: [cfg]}]\n");
+        let cfg = config(
+            "  reads:\n    service: [{version: v1, resource: configmaps, namespaces: [cfg]}]\n",
+        );
         let caches = caches_with_configmaps();
         let reads = ObjectReads::new(cfg, &key("c1", "ns", "vm"), &caches, None);
         let got = reads
@@ -569,12 +571,17 @@ mod tests {
                 .len(),
             1
         );
-        assert_eq!(reads.get(Side::Service, &configmaps(), Some("cfg"), "zz"), Ok(None));
+        assert_eq!(
+            reads.get(Side::Service, &configmaps(), Some("cfg"), "zz"),
+            Ok(None)
+        );
         // Another namespace: refused, naming the allow-list.
         let err = reads
             .get(Side::Service, &configmaps(), Some("other"), "b")
             .unwrap_err();
-        let ReadError::NotAllowed(m) = &err else { panic!("{err:?}") };
+        let ReadError::NotAllowed(m) = &err else {
+            panic!("{err:?}")
+        };
         assert!(
             m.contains("outside the read allow-list of PublishedResource/vms (spec.reads)")
                 && m.contains("configmaps (v1) in namespaces cfg"),
@@ -591,7 +598,9 @@ mod tests {
         let err = reads
             .list(Side::Service, &configmaps(), Some("cfg"), None)
             .unwrap_err();
-        let ReadError::NotAllowed(m) = &err else { panic!("{err:?}") };
+        let ReadError::NotAllowed(m) = &err else {
+            panic!("{err:?}")
+        };
         assert!(m.contains("which allows nothing"), "{m}");
         assert!(reads.targets().is_empty());
     }
@@ -611,7 +620,9 @@ mod tests {
         ));
         caches.service_or_new(&gvr(&widgets));
         let reads = ObjectReads::new(cfg.clone(), &key("c1", "ns", "vm"), &caches, None);
-        let err = reads.get(Side::Service, &widgets, Some("cfg"), "w").unwrap_err();
+        let err = reads
+            .get(Side::Service, &widgets, Some("cfg"), "w")
+            .unwrap_err();
         assert!(
             matches!(&err, ReadError::Unavailable(m) if m.contains("has not listed yet")),
             "{err:?}"
@@ -623,7 +634,9 @@ mod tests {
             Some("the API server does not serve widgets in x.example.com/v1".into()),
         );
         let reads = ObjectReads::new(cfg, &key("c1", "ns", "vm"), &caches, None);
-        let err = reads.get(Side::Service, &widgets, Some("cfg"), "w").unwrap_err();
+        let err = reads
+            .get(Side::Service, &widgets, Some("cfg"), "w")
+            .unwrap_err();
         assert!(
             matches!(&err, ReadError::NotServed(m) if m.contains("does not serve widgets")),
             "{err:?}"

@@ -4,6 +4,7 @@ mod bench;
 mod new;
 mod project;
 mod push;
+pub mod render;
 mod replay;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -49,7 +49,8 @@
 //! Reads go through [`reads::get`] and [`reads::list`]. The host answers only reads the
 //! plugin declares in [`PluginInfo::reads`] and the operator allows, at most 64 per call
 //! and 4 MiB together by default. The [`Report`] a role function fills is returned beside
-//! its output; the host turns results into Events, conditions into the object's status,
+//! its output; the host turns results and conditions into Events on the consumer's object (and
+//! counts warnings on the PublishedResource's `PluginWarnings` condition),
 //! and hands the context values on to the later steps of a mutation chain, which see
 //! them in [`Context::values`].
 //!
