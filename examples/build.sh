@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Builds the example plugins into <repo>/target/plugins/{rust,python,js}-mutator.wasm.
+# Builds the example plugins into <repo>/target/plugins/: {rust,python,js,go}-mutator.wasm
+# (contract 0.1), and rust-tenant.wasm, python-subnet.wasm and go-labeler.wasm
+# (contract 0.2).
 #
-#   examples/build.sh [--force] [rust|python|js ...]
+#   examples/build.sh [--force] [rust|python|js|go|rust-tenant|python-subnet ...]
 #
 # Idempotent: an example is rebuilt only when one of its sources (its SDK, or the
-# WIT contract) is newer than its component. All three are built by
+# WIT contract) is newer than its component. All of them are built by
 # `syncweave plugin build`. Installs componentize-py (pip) and componentize-js and
 # rolldown (npm, from the committed package-lock.json) only when missing; the
 # Python example uses the repository's sdk/python through PYTHONPATH, the
-# JavaScript one links sdk/js (package.json: file:../../sdk/js).
+# JavaScript one links sdk/js (package.json: file:../../sdk/js), the Go ones
+# replace syncweave.dev/sdk/go with ../../sdk/go (Go itself is a prerequisite).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,12 +24,12 @@ which=()
 for arg in "$@"; do
   case "$arg" in
     --force) force=1 ;;
-    rust|python|js) which+=("$arg") ;;
-    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "build.sh: unknown argument '$arg' (expected --force, rust, python or js)" >&2; exit 2 ;;
+    rust|python|js|go|rust-tenant|python-subnet) which+=("$arg") ;;
+    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "build.sh: unknown argument '$arg' (expected --force, rust, python, js, go, rust-tenant or python-subnet)" >&2; exit 2 ;;
   esac
 done
-[ ${#which[@]} -gt 0 ] || which=(rust python js)
+[ ${#which[@]} -gt 0 ] || which=(rust python js go rust-tenant python-subnet)
 mkdir -p "$out_dir"
 
 log() { echo "examples/build.sh: $*" >&2; }
@@ -60,16 +63,44 @@ build_rust() {
   touch "$output"
 }
 
+build_rust_tenant() {
+  local output="$out_dir/rust-tenant.wasm" src="$here/rust-tenant"
+  if up_to_date "$output" "$src/src" "$src/Cargo.toml" \
+      "$repo/sdk/rust/src" "$repo/sdk/rust/build.rs" "$repo/sdk/rust/Cargo.toml" "$repo/wit"; then
+    log "rust-tenant is up to date"; return
+  fi
+  log "building rust-tenant"
+  syncweave plugin build "$src" --out "$out_dir" >/dev/null
+  touch "$output"
+}
+
+ensure_componentize_py() {
+  if ! command -v componentize-py >/dev/null 2>&1; then
+    log "installing componentize-py $componentize_py_version (pip)"
+    python3 -m pip install --quiet "componentize-py==$componentize_py_version"
+  fi
+}
+
+build_python_subnet() {
+  local output="$out_dir/python-subnet.wasm" src="$here/python-subnet"
+  if up_to_date "$output" "$src/app.py" "$src/plugin.py" "$src/pyproject.toml" \
+      "$repo/sdk/python/src" "$repo/wit"; then
+    log "python-subnet is up to date"; return
+  fi
+  ensure_componentize_py
+  log "building python-subnet"
+  PYTHONPATH="$repo/sdk/python/src${PYTHONPATH:+:$PYTHONPATH}" \
+    syncweave plugin build "$src" --out "$out_dir" >/dev/null
+  touch "$output"
+}
+
 build_python() {
   local output="$out_dir/python-mutator.wasm" src="$here/python-mutator"
   if up_to_date "$output" "$src/app.py" "$src/plugin.py" "$src/pyproject.toml" \
       "$repo/sdk/python/src" "$repo/wit"; then
     log "python-mutator is up to date"; return
   fi
-  if ! command -v componentize-py >/dev/null 2>&1; then
-    log "installing componentize-py $componentize_py_version (pip)"
-    python3 -m pip install --quiet "componentize-py==$componentize_py_version"
-  fi
+  ensure_componentize_py
   log "building python-mutator"
   PYTHONPATH="$repo/sdk/python/src${PYTHONPATH:+:$PYTHONPATH}" \
     syncweave plugin build "$src" --out "$out_dir" >/dev/null
@@ -96,9 +127,34 @@ build_js() {
   touch "$output"
 }
 
+build_go() {
+  # go-mutator: the Go twin of the other three; go-labeler: contract 0.2
+  # (reads the object's Namespace in kcp).
+  local example
+  for example in go-mutator go-labeler; do
+    local output="$out_dir/$example.wasm" src="$here/$example"
+    if up_to_date "$output" "$src" "$repo/sdk/go" "$repo/wit"; then
+      log "$example is up to date"; continue
+    fi
+    log "building $example"
+    syncweave plugin build "$src" --out "$out_dir" >/dev/null
+    touch "$output"
+  done
+}
+
+outputs() {
+  case "$1" in
+    go) echo go-mutator go-labeler ;;
+    rust|python|js) echo "$1-mutator" ;;
+    *) echo "$1" ;;
+  esac
+}
+
 for example in "${which[@]}"; do
-  "build_$example"
+  "build_${example//-/_}"
 done
 for example in "${which[@]}"; do
-  ls -l "$out_dir/$example-mutator.wasm" | awk '{print $NF " (" $5 " bytes)"}'
+  for output in $(outputs "$example"); do
+    ls -l "$out_dir/$output.wasm" | awk '{print $NF " (" $5 " bytes)"}'
+  done
 done

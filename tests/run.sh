@@ -42,14 +42,30 @@ mkdir -p "$TMPDIR"
 phase "building the host (built-in plugins are compiled and embedded)"
 cargo build --workspace --all-targets
 
-phase "lints (cargo fmt --check, cargo clippy -D warnings)"
+phase "lints (cargo fmt --check, cargo clippy -D warnings, gofmt, go vet)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+# Go (1.24 or newer) builds the Go SDK's plugins; without it the Go steps here
+# are skipped with a message, and the Go tests in cargo test say SKIPPED.
+have_go=0
+if command -v go >/dev/null 2>&1; then
+  have_go=1
+  go_dirs=(sdk/go examples/go-mutator examples/go-labeler host/wasm-build/tests/go)
+  unformatted=$(gofmt -l "${go_dirs[@]}")
+  [ -z "$unformatted" ] || { echo "gofmt: not formatted: $unformatted (run gofmt -w)" >&2; exit 1; }
+  (cd sdk/go && go vet ./... && GOOS=wasip1 GOARCH=wasm go vet ./...)
+else
+  echo "run.sh: go is not on PATH: the Go SDK's lints, tests and example plugins are SKIPPED (install Go >= 1.24)" >&2
+fi
 
-phase "building example plugins (Rust, Python, JavaScript)"
+phase "building example plugins (Rust, Python, JavaScript, Go)"
 # With the binary just built: `cargo run -p syncweave` alone would resolve
 # features differently from the workspace and build the host a second time.
-SYNCWEAVE_BIN="$repo/target/debug/syncweave" examples/build.sh
+if [ "$have_go" = 1 ]; then
+  SYNCWEAVE_BIN="$repo/target/debug/syncweave" examples/build.sh
+else
+  SYNCWEAVE_BIN="$repo/target/debug/syncweave" examples/build.sh rust python js
+fi
 
 phase "Helm chart (lint, template with upstream-style values)"
 HELM="${SYNCWEAVE_TOOLS_DIR:-$HOME/.cache/syncweave}/helm" tests/chart/check.sh
@@ -65,12 +81,17 @@ RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}" cargo test --workspace --no-fail-fas
 phase "guest plugin logic (native unit tests)"
 (cd plugins && cargo test --workspace --no-fail-fast)
 
-phase "Python and JavaScript SDKs and example plugin logic (Python unittest, node --test)"
+phase "Python, JavaScript and Go SDKs and example plugin logic (Python unittest, node --test, go test)"
 # The repository's SDK as it is here, not an installed copy.
 PYTHONPATH="$repo/sdk/python/src" python3 -m unittest discover -s sdk/python/tests
 PYTHONPATH="$repo/sdk/python/src" python3 -m unittest discover -s examples/python-mutator -p 'test_*.py'
 (cd sdk/js && node --test)
 (cd examples/js-mutator && node --test)
+if [ "$have_go" = 1 ]; then
+  (cd sdk/go && go test ./...)
+  (cd examples/go-mutator && go test ./...)
+  (cd examples/go-labeler && go test ./...)
+fi
 
 phase "benchmark report (unit tests; docs/performance.md matches its JSON)"
 python3 -m unittest discover -s tests/bench -p 'test_*.py'

@@ -152,6 +152,11 @@ fn watch_sources(repo: &Path, plugins: &Path) {
         "cargo::rerun-if-changed={}",
         repo.join("sdk/rust/Cargo.toml").display()
     );
+    // The SDK compiles the runtime's label-selector and report rules in.
+    println!(
+        "cargo::rerun-if-changed={}",
+        repo.join("host/runtime/src/rules.rs").display()
+    );
 }
 
 fn fail(msg: &str) -> ! {

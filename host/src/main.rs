@@ -44,6 +44,7 @@ async fn run() -> ExitCode {
             Err(e) => Err(e.into()),
         },
         Command::Plugin(cmd) => syncweave::plugin::cli::run(cmd).await,
+        Command::Render(args) => return syncweave::plugin::cli::render::run(args).await,
         Command::Cluster(cmd) => syncweave::register::run(cmd).await,
     };
     match result {

@@ -189,6 +189,13 @@ render e2e "${upstream[@]}" --values "$here/e2e-values.yaml" &&
     'verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]' ||
   not_ok "sync: rbac.publishedResources grants the published objects" "$(cat "$work/e2e.err")"
 
+render reads "${upstream[@]}" --set 'rbac.pluginReads[0].apiGroups[0]=' \
+    --set 'rbac.pluginReads[0].resources[0]=configmaps' &&
+  expect "sync: rbac.pluginReads grants read-only access for plugin reads" "$(doc reads ClusterRole)" \
+    '# Service-cluster kinds plugins read (spec.reads.service): read-only.' \
+    'apiGroups: [""]' 'resources: ["configmaps"]' 'verbs: ["get", "list", "watch"]' ||
+  not_ok "sync: rbac.pluginReads grants read-only access for plugin reads" "$(cat "$work/reads.err")"
+
 render export --set kcpKubeconfig=kcp-kubeconfig --set apiExportName=my-export &&
   expect "sync: apiExportName (older upstream name) -> the slice kcp names after the export" "$(args export)" \
     "--apiexportendpointslice-ref=my-export" "--agent-name=syncweave" ||

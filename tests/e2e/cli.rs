@@ -190,3 +190,80 @@ fn a_bad_plugin_cache_size_is_refused_naming_the_variable() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `syncweave render` on the committed example (examples/render): the
+/// copy's body as the plugins make it, the Warning the agent would record,
+/// and the three exit codes.
+#[test]
+fn render_shows_the_copy_and_the_events_with_distinct_exit_codes() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for p in ["python-subnet", "rust-tenant"] {
+        assert!(
+            repo.join(format!("target/plugins/{p}.wasm")).is_file(),
+            "target/plugins/{p}.wasm not built: run tests/run.sh (or examples/build.sh)"
+        );
+    }
+    let render = |pr: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_syncweave"))
+            .current_dir(&repo)
+            .args(["render", pr, "examples/render/virtualmachines.yaml"])
+            .args(["--kcp-fixtures", "examples/render/kcp-fixtures.yaml"])
+            .output()
+            .expect("binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = render("examples/render/publishedresource.yaml");
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&out)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2, "{out}");
+    assert_eq!(
+        docs[0]["copy"]["body"]["spec"]["subnetID"], "subnet-0a1b",
+        "{out}"
+    );
+    assert_eq!(
+        docs[0]["copy"]["body"]["metadata"]["annotations"]["example.com/tenant"], "acme",
+        "{out}"
+    );
+    assert_eq!(docs[0]["reads"][0], "kcp configmaps shop/net-a", "{out}");
+    assert_eq!(
+        docs[1]["copy"]["body"]["spec"].get("subnetID"),
+        None,
+        "{out}"
+    );
+    assert_eq!(docs[1]["events"][0]["type"], "Warning", "{out}");
+    assert_eq!(docs[1]["events"][0]["reason"], "SubnetMissing", "{out}");
+
+    // A plugin that fails (its read is not allowed): 1, naming spec.reads.
+    let dir = std::env::temp_dir().join(format!("sw-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pr = std::fs::read_to_string(repo.join("examples/render/publishedresource.yaml"))
+        .unwrap()
+        .replace(
+            "reads: {related: true, consumerNamespace: true}",
+            "reads: {}",
+        )
+        .replace(
+            "target/plugins/",
+            &format!("{}/target/plugins/", repo.display()),
+        );
+    let no_reads = dir.join("no-reads.yaml");
+    std::fs::write(&no_reads, pr).unwrap();
+    let (code, out, _) = render(no_reads.to_str().unwrap());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("outside the read allow-list") && out.contains("spec.reads"),
+        "{out}"
+    );
+
+    // Bad input: 2, one line naming the file.
+    let (code, _, err) = render("examples/render/missing.yaml");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("examples/render/missing.yaml"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,7 @@ mod badinput;
 mod builtin;
 mod chart;
 mod cli;
+mod contract;
 mod converge;
 mod cost;
 mod faults;

@@ -1,10 +1,11 @@
 //! The plugin author's start, as an author runs it: `syncweave plugin new` into
 //! an empty directory outside the repository, `plugin build`, `plugin test
 //! --examples` and `--input`, then the language's own test runner (cargo test,
-//! python unittest and pytest, node --test), for Rust, Python and JavaScript.
-//! Real toolchains throughout: cargo for wasm32, componentize-py in a fresh
-//! virtualenv with the SDK pip-installed from the repository, npm +
-//! componentize-js with the SDK npm-installed from the repository.
+//! python unittest and pytest, node --test, go test), for Rust, Python,
+//! JavaScript and Go. Real toolchains throughout: cargo for wasm32,
+//! componentize-py in a fresh virtualenv with the SDK pip-installed from the
+//! repository, npm + componentize-js with the SDK npm-installed from the
+//! repository, Go (GOOS=wasip1) with the SDK replaced by the repository's.
 //!
 //! componentize-py and the npm cache are provided by examples/build.sh, which
 //! tests/run.sh runs before the tests.
@@ -269,6 +270,141 @@ fn javascript_plugins_from_new_to_tested() {
     }
 }
 
+/// False, with the reason on stderr, when `go` is not on PATH: the Go steps
+/// are skipped rather than failed on a machine without Go.
+fn have_go(test: &str) -> bool {
+    let found = Command::new("go")
+        .args(["env", "GOVERSION"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("{test}: Go steps SKIPPED, `go` is not on PATH (install Go 1.24 or newer)");
+    }
+    found
+}
+
+#[test]
+fn go_plugins_from_new_to_tested() {
+    if !have_go("go_plugins_from_new_to_tested") {
+        return;
+    }
+    let scratch = Scratch::new("go");
+    for kind in ["mutator", "namer", "projector", "renderer"] {
+        let dir = new_build_and_test(&scratch.0, "go", kind, &no_prepare, &[]);
+        let gomod = std::fs::read_to_string(dir.join("go.mod")).unwrap();
+        assert!(
+            gomod.contains(&format!(
+                "replace syncweave.dev/sdk/go => {}",
+                repo().join("sdk/go").display()
+            )),
+            "the SDK comes from this checkout: {gomod}"
+        );
+        // The README's first step, as generated: the plugin's own tests run
+        // natively, with no network (the SDK is a local replace, standard Go
+        // only).
+        let out = ok(
+            Command::new("go")
+                .args(["test", "-v", "./..."])
+                .current_dir(&dir)
+                .env("GOPROXY", "off")
+                .env("GOTOOLCHAIN", "local"),
+            &format!("go test ({kind})"),
+        );
+        assert!(
+            out.contains("--- PASS: TestExamplesHold") && !out.contains("FAIL"),
+            "{out}"
+        );
+        ok(
+            Command::new("go")
+                .args(["vet", "./..."])
+                .current_dir(&dir)
+                .env("GOPROXY", "off")
+                .env("GOTOOLCHAIN", "local"),
+            &format!("go vet ({kind})"),
+        );
+    }
+    // A Go plugin's component, as the agent sees it: a 0.1 world importing
+    // WASI (linked with nothing granted).
+    let inspect = ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "inspect", "--json"])
+            .arg(scratch.0.join("out/my-go-mutator.wasm")),
+        "plugin inspect",
+    );
+    let info: Value = serde_json::from_str(&inspect).unwrap();
+    let imports: Vec<&str> = info["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        imports.contains(&"syncweave:plugin/host-log@0.1.0")
+            && imports.iter().any(|i| i.starts_with("wasi:")),
+        "{imports:?}"
+    );
+}
+
+/// The Go example of contract 0.2 (examples/go-labeler), built by `plugin
+/// build` and run by the host: its examples only pass when the host serves
+/// their read fixtures (the Namespace whose labels it copies) through the
+/// `reads` import.
+#[test]
+fn go_example_of_contract_02_reads_its_fixtures() {
+    if !have_go("go_example_of_contract_02_reads_its_fixtures") {
+        return;
+    }
+    let scratch = Scratch::new("go-labeler");
+    let out_dir = scratch.0.join("out");
+    let built = ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "build"])
+            .arg(repo().join("examples/go-labeler"))
+            .arg("--out")
+            .arg(&out_dir),
+        "plugin build examples/go-labeler",
+    );
+    let wasm = out_dir.join("go-labeler.wasm");
+    assert!(built.contains("go-labeler\t"), "{built}");
+
+    let info: Value = serde_json::from_str(&ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "inspect", "--json"])
+            .arg(&wasm),
+        "plugin inspect go-labeler",
+    ))
+    .unwrap();
+    assert_eq!(info["world"], "mutator", "{info}");
+    assert_eq!(info["contract"], "0.2.0", "{info}");
+    assert!(
+        info["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i == "syncweave:plugin/reads@0.2.0"),
+        "{info}"
+    );
+    let examples = info["describe"]["examples"].as_array().unwrap();
+    assert!(
+        examples
+            .iter()
+            .all(|e| e["reads"][0]["resource"]["resource"] == "namespaces"),
+        "every example brings the Namespace it reads: {info}"
+    );
+
+    let out = ok(
+        syncweave(&scratch.0)
+            .args(["plugin", "test"])
+            .arg(&wasm)
+            .arg("--examples"),
+        "plugin test --examples go-labeler",
+    );
+    assert!(
+        out.contains(&format!("{} passed, 0 failed", examples.len())),
+        "{out}"
+    );
+}
+
 #[test]
 fn plugin_new_and_build_refuse_bad_input() {
     let scratch = Scratch::new("bad");
@@ -296,9 +432,9 @@ fn plugin_new_and_build_refuse_bad_input() {
     );
     let (success, err) = run(&["plugin", "new", "fn", "--lang", "js", "--kind", "namer"]);
     assert!(!success && err.contains("reserved"), "{err}");
-    let (success, err) = run(&["plugin", "new", "p", "--lang", "go", "--kind", "mutator"]);
+    let (success, err) = run(&["plugin", "new", "p", "--lang", "cobol", "--kind", "mutator"]);
     assert!(
-        !success && err.contains("--lang") && err.contains("python"),
+        !success && err.contains("--lang") && err.contains("python") && err.contains("go"),
         "{err}"
     );
     let (success, err) = run(&["plugin", "new", "p", "--lang", "rust", "--kind", "filter"]);
@@ -381,6 +517,40 @@ fn plugin_new_and_build_refuse_bad_input() {
     let (success, err) = run(&["plugin", "build", "js"]);
     assert!(
         !success && err.contains("\"mutate\"") && err.contains("mutator, namer"),
+        "{err}"
+    );
+
+    // Go: no go on PATH names Go and where to get it; a main package that
+    // imports no role package names the role packages.
+    let (success, _) = run(&["plugin", "new", "gop", "--lang", "go", "--kind", "namer"]);
+    assert!(success);
+    let out = syncweave(&scratch.0)
+        .args(["plugin", "build", "gop"])
+        .env("PATH", "/nonexistent")
+        .env_remove("GOROOT")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("go is needed") && err.contains("go.dev/dl"),
+        "{err}"
+    );
+    if !have_go("plugin_new_and_build_refuse_bad_input") {
+        return;
+    }
+    let plugin_go = scratch.0.join("gop/plugin.go");
+    let text = std::fs::read_to_string(&plugin_go).unwrap();
+    std::fs::write(
+        &plugin_go,
+        text.replace(
+            "syncweave.dev/sdk/go/namer\"",
+            "syncweave.dev/sdk/go/namer\"\n\t_ \"syncweave.dev/sdk/go/v02/namer\"",
+        ),
+    )
+    .unwrap();
+    let (success, err) = run(&["plugin", "build", "gop"]);
+    assert!(
+        !success && err.contains("more than one role package"),
         "{err}"
     );
 }

@@ -14,6 +14,12 @@
 //! | projector | `project(config, input)` | the CRD |
 //! | renderer | `render(ctx, config, "", input)` | the array of documents |
 //!
+//! A 0.2 example's `reads` are served to the plugin's reads by a
+//! [`FixtureReads`] (get by namespace and name; list by namespace and label
+//! selector, in Kubernetes syntax: see [`crate::rules::Selector`]), and its
+//! `values` are the context values of the call. Its report is checked like
+//! any call's (a bad report fails the example) but not compared.
+//!
 //! Renderer examples pass an empty template: a renderer that ships
 //! examples takes its template from its config then (the built-in one has
 //! `config.template`). Outputs are compared as JSON values: key order does
@@ -22,8 +28,11 @@
 
 use std::fmt;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use crate::env::{CallEnv, FixtureReads};
 use crate::failure::PluginFailure;
 use crate::plugin::{CallContext, Direction, Plugin};
 use crate::world::World;
@@ -59,6 +68,9 @@ pub enum ExampleFailure {
     OutputNotJson(String),
     /// The example's `expected` is not JSON: the example itself is broken.
     ExpectedNotJson(String),
+    /// An object of the example's `reads` is not a Kubernetes object in
+    /// JSON with a `metadata.name`: the example itself is broken.
+    BadReadFixture(String),
 }
 
 /// Where two JSON documents first differ.
@@ -116,6 +128,9 @@ impl fmt::Display for ExampleFailure {
                 f,
                 "the example's expected output is not JSON ({e}); fix the example in describe()"
             ),
+            ExampleFailure::BadReadFixture(e) => {
+                write!(f, "the example's reads are unusable: {e} in describe()")
+            }
         }
     }
 }
@@ -223,20 +238,35 @@ impl Plugin {
         let ctx = example_context();
         let mut outcomes = Vec::with_capacity(info.examples.len());
         for ex in info.examples {
+            let reads = match FixtureReads::new(&ex.reads) {
+                Ok(r) => Arc::new(r),
+                Err(m) => {
+                    outcomes.push(ExampleOutcome {
+                        name: ex.name,
+                        verdict: ExampleVerdict::Failed(ExampleFailure::BadReadFixture(m)),
+                    });
+                    continue;
+                }
+            };
+            let env = CallEnv::with_reads(reads).values(&ex.values);
             let output: Result<String, PluginFailure> = match self.world() {
-                World::Mutator => self.mutate(&ctx, &ex.config, &ex.input, None),
-                World::Namer => self.name_object(&ctx, &ex.config, &ex.input).map(|n| {
-                    // Cluster-scoped names are written without a namespace key.
-                    let mut v = serde_json::json!({"name": n.name});
-                    if let Some(ns) = n.namespace {
-                        v["namespace"] = ns.into();
-                    }
-                    v.to_string()
-                }),
+                World::Mutator => self
+                    .mutate_with(&ctx, &env, &ex.config, &ex.input, None)
+                    .map(|m| m.object),
+                World::Namer => self
+                    .name_object_with(&ctx, &env, &ex.config, &ex.input)
+                    .map(|n| {
+                        // Cluster-scoped names are written without a namespace key.
+                        let mut v = serde_json::json!({"name": n.name.name});
+                        if let Some(ns) = n.name.namespace {
+                            v["namespace"] = ns.into();
+                        }
+                        v.to_string()
+                    }),
                 World::Projector => self.project(&ex.config, &ex.input),
                 World::Renderer => self
-                    .render(&ctx, &ex.config, "", &ex.input)
-                    .map(|docs| format!("[{}]", docs.join(","))),
+                    .render_with(&ctx, &env, &ex.config, "", &ex.input)
+                    .map(|r| format!("[{}]", r.documents.join(","))),
             };
             let verdict = match (output, &ex.expected) {
                 (Err(e), _) => ExampleVerdict::Failed(ExampleFailure::Call(e)),

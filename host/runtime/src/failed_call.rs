@@ -1,10 +1,12 @@
 //! What the runtime tells a failure hook about a plugin call that failed:
 //! enough to run the same call again elsewhere (the plugin, its limits, the
-//! arguments exactly as the guest got them, and the classified failure).
+//! arguments exactly as the guest got them, what it read and the context
+//! values it saw, and the classified failure).
 //! The host keeps these to replay them (`syncweave plugin replay`).
 
 use std::sync::{Arc, OnceLock, Weak};
 
+use crate::env::CallRecord;
 use crate::failure::PluginFailure;
 use crate::plugin::{CallContext, Compiled, Plugin};
 
@@ -99,6 +101,12 @@ pub struct FailedCall<'a> {
     pub plugin: &'a Plugin,
     pub args: CallArgs<'a>,
     pub failure: &'a PluginFailure,
+    /// What the call saw besides its arguments: the context values, every
+    /// read with its answer, the limits. A replay serves the same answers
+    /// with [`CallRecord::replay_env`]. Always set by the runtime; `None`
+    /// only in a `FailedCall` made elsewhere (tests) or for a call that
+    /// failed before the guest ran.
+    pub env: Option<&'a CallRecord>,
 }
 
 /// Called on the thread that ran the call, right after it failed; keep it

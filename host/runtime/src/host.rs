@@ -1,5 +1,6 @@
-//! Per-call store state: resource limits, guest logging, and WASI with
-//! nothing granted.
+//! Per-call store state: resource limits, guest logging, the call's
+//! environment (reads, context values; contract 0.2), and WASI with nothing
+//! granted.
 
 use std::sync::Arc;
 
@@ -8,6 +9,8 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::host_log::{self, Level};
+use crate::bindings::v0_2;
+use crate::env::{EnvState, ReadAnswer, ReadError, ReadRequest, Resource, Side};
 use crate::stdio::BoundedPipe;
 
 /// Enforces the memory cap over all of an instance's memories together, and
@@ -136,6 +139,8 @@ impl CallLog {
 pub(crate) struct HostState {
     pub limiter: Limiter,
     pub log: CallLog,
+    /// Reads and context values of this call, and the record of them.
+    pub env: EnvState,
     table: ResourceTable,
     /// Built on first use: Rust guests never touch WASI, so they never pay
     /// for a context.
@@ -144,10 +149,11 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub fn new(limiter: Limiter, log: CallLog) -> Self {
+    pub fn new(limiter: Limiter, log: CallLog, env: EnvState) -> Self {
         HostState {
             limiter,
             log,
+            env,
             table: ResourceTable::new(),
             wasi: None,
             stdio: None,
@@ -188,6 +194,93 @@ impl host_log::Host for HostState {
 }
 
 impl crate::bindings::types::Host for HostState {}
+
+impl v0_2::host_log::Host for HostState {
+    fn log(&mut self, level: v0_2::host_log::Level, message: String) {
+        use v0_2::host_log::Level as L2;
+        let level = match level {
+            L2::Trace => Level::Trace,
+            L2::Debug => Level::Debug,
+            L2::Info => Level::Info,
+            L2::Warn => Level::Warn,
+            L2::Error => Level::Error,
+        };
+        self.log.emit(level, &message);
+    }
+}
+
+impl v0_2::types::Host for HostState {}
+
+impl From<v0_2::types::Side> for Side {
+    fn from(s: v0_2::types::Side) -> Side {
+        match s {
+            v0_2::types::Side::Kcp => Side::Kcp,
+            v0_2::types::Side::Service => Side::Service,
+        }
+    }
+}
+
+impl From<v0_2::types::Resource> for Resource {
+    fn from(r: v0_2::types::Resource) -> Resource {
+        Resource {
+            group: r.group,
+            version: r.version,
+            resource: r.resource,
+        }
+    }
+}
+
+impl From<ReadError> for v0_2::reads::ReadError {
+    fn from(e: ReadError) -> Self {
+        use v0_2::reads::ReadError as W;
+        match e {
+            ReadError::NotAllowed(m) => W::NotAllowed(m),
+            ReadError::NotServed(m) => W::NotServed(m),
+            ReadError::Unavailable(m) => W::Unavailable(m),
+            ReadError::Invalid(m) => W::Invalid(m),
+        }
+    }
+}
+
+impl v0_2::reads::Host for HostState {
+    fn get(
+        &mut self,
+        side: v0_2::types::Side,
+        resource: v0_2::types::Resource,
+        namespace: Option<String>,
+        name: String,
+    ) -> Result<Option<String>, v0_2::reads::ReadError> {
+        let request = ReadRequest::Get {
+            side: side.into(),
+            resource: resource.into(),
+            namespace,
+            name,
+        };
+        match self.env.read(request)? {
+            ReadAnswer::Object(o) => Ok(o),
+            ReadAnswer::Objects(_) => unreachable!("a get is answered with one object"),
+        }
+    }
+
+    fn list(
+        &mut self,
+        side: v0_2::types::Side,
+        resource: v0_2::types::Resource,
+        namespace: Option<String>,
+        label_selector: Option<String>,
+    ) -> Result<Vec<String>, v0_2::reads::ReadError> {
+        let request = ReadRequest::List {
+            side: side.into(),
+            resource: resource.into(),
+            namespace,
+            label_selector,
+        };
+        match self.env.read(request)? {
+            ReadAnswer::Objects(v) => Ok(v),
+            ReadAnswer::Object(_) => unreachable!("a list is answered with objects"),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

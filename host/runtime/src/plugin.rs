@@ -1,17 +1,21 @@
 //! A loaded plugin and its calls: a fresh store and instance per call.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
-use crate::bindings::{self, types};
+use crate::bindings::{types, v0_1, v0_2};
+use crate::env::{
+    CallEnv, CallRecord, CallResult, Condition, EnvState, Mutated, Named, ReadDeclaration,
+    ReadFixture, ReadPhase, Rendered, Report, Resource, Severity, Side,
+};
 use crate::failed_call::{CallArgs, FailedCall, HookSlot};
 use crate::failure::{FailureKind, PluginErrorKind, PluginFailure};
 use crate::host::{CallLog, HostState, Limiter};
 use crate::output;
 use crate::runtime::Limits;
-use crate::world::{Shape, World};
+use crate::world::{ContractVersion, Shape, World};
 
 /// Which way an object travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -20,7 +24,8 @@ pub enum Direction {
     ServiceToKcp,
 }
 
-/// Where a call comes from; passed to the guest as `types.context`.
+/// Where a call comes from; passed to the guest as `types.context` (in
+/// 0.2 with the [`CallEnv`]'s context values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallContext {
     /// Logical cluster name of the consumer workspace.
@@ -44,6 +49,25 @@ impl CallContext {
             owner: self.owner.clone(),
         }
     }
+
+    fn to_wit_v2(&self, values: &[(String, String)]) -> v0_2::types::Context {
+        v0_2::types::Context {
+            cluster_name: self.cluster_name.clone(),
+            cluster_path: self.cluster_path.clone(),
+            direction: match self.direction {
+                Direction::KcpToService => v0_2::types::Direction::KcpToService,
+                Direction::ServiceToKcp => v0_2::types::Direction::ServiceToKcp,
+            },
+            owner: self.owner.clone(),
+            values: values
+                .iter()
+                .map(|(key, value)| v0_2::types::ContextEntry {
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A namer's answer.
@@ -61,6 +85,11 @@ pub struct Fixture {
     pub config: String,
     pub input: String,
     pub expected: Option<String>,
+    /// What the example's reads see (0.2; empty for 0.1).
+    pub reads: Vec<ReadFixture>,
+    /// Context values from earlier steps, (key, JSON value) (0.2; empty
+    /// for 0.1).
+    pub values: Vec<(String, String)>,
 }
 
 /// What a plugin says about itself (`meta.describe`).
@@ -71,6 +100,10 @@ pub struct PluginInfo {
     pub description: String,
     pub config_schema: Option<String>,
     pub examples: Vec<Fixture>,
+    /// The contract version the component was built against.
+    pub contract_version: ContractVersion,
+    /// Every kind of object the plugin may read (0.2; empty for 0.1).
+    pub reads: Vec<ReadDeclaration>,
 }
 
 impl From<types::PluginInfo> for PluginInfo {
@@ -88,32 +121,212 @@ impl From<types::PluginInfo> for PluginInfo {
                     config: f.config,
                     input: f.input,
                     expected: f.expected,
+                    reads: Vec::new(),
+                    values: Vec::new(),
+                })
+                .collect(),
+            contract_version: ContractVersion::V0_1,
+            reads: Vec::new(),
+        }
+    }
+}
+
+impl From<v0_2::types::PluginInfo> for PluginInfo {
+    fn from(i: v0_2::types::PluginInfo) -> Self {
+        PluginInfo {
+            name: i.name,
+            version: i.version,
+            description: i.description,
+            config_schema: i.config_schema,
+            examples: i
+                .examples
+                .into_iter()
+                .map(|f| Fixture {
+                    name: f.name,
+                    config: f.config,
+                    input: f.input,
+                    expected: f.expected,
+                    reads: f
+                        .reads
+                        .into_iter()
+                        .map(|r| ReadFixture {
+                            side: r.side.into(),
+                            resource: Resource::from(r.resource),
+                            objects: r.objects,
+                        })
+                        .collect(),
+                    values: f.values.into_iter().map(|e| (e.key, e.value)).collect(),
+                })
+                .collect(),
+            contract_version: ContractVersion::V0_2,
+            reads: i
+                .reads
+                .into_iter()
+                .map(|d| ReadDeclaration {
+                    side: Side::from(d.side),
+                    resource: d.resource.into(),
+                    purpose: d.purpose,
                 })
                 .collect(),
         }
     }
 }
 
+impl From<v0_2::types::Report> for Report {
+    fn from(r: v0_2::types::Report) -> Self {
+        Report {
+            results: r
+                .results
+                .into_iter()
+                .map(|r| CallResult {
+                    severity: match r.severity {
+                        v0_2::types::Severity::Normal => Severity::Normal,
+                        v0_2::types::Severity::Warning => Severity::Warning,
+                    },
+                    reason: r.reason,
+                    message: r.message,
+                })
+                .collect(),
+            conditions: r
+                .conditions
+                .into_iter()
+                .map(|c| Condition {
+                    type_: c.type_,
+                    status: c.status,
+                    reason: c.reason,
+                    message: c.message,
+                })
+                .collect(),
+            set_context: r
+                .set_context
+                .into_iter()
+                .map(|e| (e.key, e.value))
+                .collect(),
+        }
+    }
+}
+
+/// A guest's `plugin-error`, whichever contract version it came from.
+struct GuestError(PluginErrorKind, String);
+
+impl From<types::PluginError> for GuestError {
+    fn from(e: types::PluginError) -> Self {
+        match e {
+            types::PluginError::InvalidConfig(m) => GuestError(PluginErrorKind::InvalidConfig, m),
+            types::PluginError::InvalidInput(m) => GuestError(PluginErrorKind::InvalidInput, m),
+            types::PluginError::Rejected(m) => GuestError(PluginErrorKind::Rejected, m),
+            types::PluginError::Internal(m) => GuestError(PluginErrorKind::Internal, m),
+        }
+    }
+}
+
+impl From<v0_2::types::PluginError> for GuestError {
+    fn from(e: v0_2::types::PluginError) -> Self {
+        use v0_2::types::PluginError as E;
+        match e {
+            E::InvalidConfig(m) => GuestError(PluginErrorKind::InvalidConfig, m),
+            E::InvalidInput(m) => GuestError(PluginErrorKind::InvalidInput, m),
+            E::Rejected(m) => GuestError(PluginErrorKind::Rejected, m),
+            E::Internal(m) => GuestError(PluginErrorKind::Internal, m),
+        }
+    }
+}
+
+/// What a role function returned, in one shape for every contract
+/// version: its output and report, or its own error.
+type RoleResult<T> = Result<(T, Report), GuestError>;
+
+/// Lift a 0.1 role function's result (no report) into a [`RoleResult`].
+fn v1<T, E: Into<GuestError>>(r: Result<T, E>) -> RoleResult<T> {
+    r.map(|out| (out, Report::default())).map_err(Into::into)
+}
+
 pub(crate) enum WorldPre {
-    Mutator(bindings::mutator::MutatorPre<HostState>),
-    Namer(bindings::namer::NamerPre<HostState>),
-    Projector(bindings::projector::ProjectorPre<HostState>),
-    Renderer(bindings::renderer::RendererPre<HostState>),
+    V1Mutator(v0_1::mutator::MutatorPre<HostState>),
+    V1Namer(v0_1::namer::NamerPre<HostState>),
+    V1Projector(v0_1::projector::ProjectorPre<HostState>),
+    V1Renderer(v0_1::renderer::RendererPre<HostState>),
+    V2Mutator(v0_2::mutator::MutatorPre<HostState>),
+    V2Namer(v0_2::namer::NamerPre<HostState>),
+    V2Projector(v0_2::projector::ProjectorPre<HostState>),
+    V2Renderer(v0_2::renderer::RendererPre<HostState>),
 }
 
 enum Bound {
-    Mutator(bindings::mutator::Mutator),
-    Namer(bindings::namer::Namer),
-    Projector(bindings::projector::Projector),
-    Renderer(bindings::renderer::Renderer),
+    V1Mutator(v0_1::mutator::Mutator),
+    V1Namer(v0_1::namer::Namer),
+    V1Projector(v0_1::projector::Projector),
+    V1Renderer(v0_1::renderer::Renderer),
+    V2Mutator(v0_2::mutator::Mutator),
+    V2Namer(v0_2::namer::Namer),
+    V2Projector(v0_2::projector::Projector),
+    V2Renderer(v0_2::renderer::Renderer),
+}
+
+/// `match` over every (version, world) variant of [`WorldPre`] or
+/// [`Bound`] with the same body: what differs between the versions is
+/// only the generated types, which the body converts.
+macro_rules! each_world {
+    ($value:expr, $ty:ident, $b:ident => $body:expr) => {
+        match $value {
+            $ty::V1Mutator($b) => $body,
+            $ty::V1Namer($b) => $body,
+            $ty::V1Projector($b) => $body,
+            $ty::V1Renderer($b) => $body,
+            $ty::V2Mutator($b) => $body,
+            $ty::V2Namer($b) => $body,
+            $ty::V2Projector($b) => $body,
+            $ty::V2Renderer($b) => $body,
+        }
+    };
+}
+
+impl WorldPre {
+    /// Bind `instance_pre` as `world` of `contract`.
+    pub(crate) fn new(
+        contract: ContractVersion,
+        world: World,
+        instance_pre: wasmtime::component::InstancePre<HostState>,
+    ) -> wasmtime::Result<WorldPre> {
+        use ContractVersion::{V0_1, V0_2};
+        Ok(match (contract, world) {
+            (V0_1, World::Mutator) => {
+                WorldPre::V1Mutator(v0_1::mutator::MutatorPre::new(instance_pre)?)
+            }
+            (V0_1, World::Namer) => WorldPre::V1Namer(v0_1::namer::NamerPre::new(instance_pre)?),
+            (V0_1, World::Projector) => {
+                WorldPre::V1Projector(v0_1::projector::ProjectorPre::new(instance_pre)?)
+            }
+            (V0_1, World::Renderer) => {
+                WorldPre::V1Renderer(v0_1::renderer::RendererPre::new(instance_pre)?)
+            }
+            (V0_2, World::Mutator) => {
+                WorldPre::V2Mutator(v0_2::mutator::MutatorPre::new(instance_pre)?)
+            }
+            (V0_2, World::Namer) => WorldPre::V2Namer(v0_2::namer::NamerPre::new(instance_pre)?),
+            (V0_2, World::Projector) => {
+                WorldPre::V2Projector(v0_2::projector::ProjectorPre::new(instance_pre)?)
+            }
+            (V0_2, World::Renderer) => {
+                WorldPre::V2Renderer(v0_2::renderer::RendererPre::new(instance_pre)?)
+            }
+        })
+    }
 }
 
 /// A compiled, linked component, shared by every plugin with its digest.
 pub(crate) struct Compiled {
     pub digest: String,
     pub world: World,
+    pub contract: ContractVersion,
     pub shape: Shape,
     pub imports_wasi: bool,
+    /// Whether the component imports `reads` (a 0.2 guest that never reads
+    /// does not).
+    pub imports_reads: bool,
+    /// The read declarations from `describe()`, learnt on the first role
+    /// call of a component that imports `reads` (or any `describe`).
+    pub declarations: OnceLock<Arc<[ReadDeclaration]>>,
     pub engine_kind: crate::runtime::EngineKind,
     pub pre: WorldPre,
     pub size: usize,
@@ -186,7 +399,12 @@ impl Plugin {
 
     /// Tell the failure hook, if any, about a role call that failed while
     /// running the guest.
-    fn report(&self, result: &Result<impl Sized, PluginFailure>, args: CallArgs<'_>) {
+    fn report(
+        &self,
+        result: &Result<impl Sized, PluginFailure>,
+        args: CallArgs<'_>,
+        env: Option<&CallRecord>,
+    ) {
         if let (Err(failure), Some(hook)) = (result, self.hook.get())
             && failure.is_call_failure()
         {
@@ -194,6 +412,7 @@ impl Plugin {
                 plugin: self,
                 args,
                 failure,
+                env,
             });
         }
     }
@@ -220,6 +439,12 @@ impl Plugin {
 
     pub fn world(&self) -> World {
         self.compiled.world
+    }
+
+    /// The contract version the component was built against (from its
+    /// exports): what it can do beyond 0.1 (reads, reports, context values).
+    pub fn contract_version(&self) -> ContractVersion {
+        self.compiled.contract
     }
 
     pub fn limits(&self) -> Limits {
@@ -270,35 +495,99 @@ impl Plugin {
     }
 
     pub fn describe(&self) -> Result<PluginInfo, PluginFailure> {
-        let info = self.call(|store, bound| match bound {
-            Bound::Mutator(b) => b.syncweave_plugin_meta().call_describe(store),
-            Bound::Namer(b) => b.syncweave_plugin_meta().call_describe(store),
-            Bound::Projector(b) => b.syncweave_plugin_meta().call_describe(store),
-            Bound::Renderer(b) => b.syncweave_plugin_meta().call_describe(store),
-        })?;
-        Ok(info.into())
+        let env = EnvState::meta(self.compiled.contract);
+        let info: PluginInfo = self
+            .call(env, |store, bound| {
+                each_world!(bound, Bound, b => b
+                    .syncweave_plugin_meta()
+                    .call_describe(store)
+                    .map(PluginInfo::from))
+            })
+            .0?;
+        // The declarations cannot change for a digest: keep the first.
+        let _ = self.compiled.declarations.set(info.reads.clone().into());
+        Ok(info)
     }
 
     pub fn validate_config(&self, config: &str) -> Result<(), PluginFailure> {
-        let res = self.call(|store, bound| match bound {
-            Bound::Mutator(b) => b
-                .syncweave_plugin_meta()
-                .call_validate_config(store, config),
-            Bound::Namer(b) => b
-                .syncweave_plugin_meta()
-                .call_validate_config(store, config),
-            Bound::Projector(b) => b
-                .syncweave_plugin_meta()
-                .call_validate_config(store, config),
-            Bound::Renderer(b) => b
-                .syncweave_plugin_meta()
-                .call_validate_config(store, config),
-        })?;
+        let env = EnvState::meta(self.compiled.contract);
+        let res = self
+            .call(env, |store, bound| {
+                each_world!(bound, Bound, b => b
+                    .syncweave_plugin_meta()
+                    .call_validate_config(store, config))
+            })
+            .0?;
         res.map_err(|m| self.failure(FailureKind::PluginError(PluginErrorKind::InvalidConfig), m))
+    }
+
+    /// What a plugin may read: its `describe()` declarations, learnt once.
+    fn read_declarations(&self) -> Result<Arc<[ReadDeclaration]>, PluginFailure> {
+        if let Some(d) = self.compiled.declarations.get() {
+            return Ok(d.clone());
+        }
+        self.describe().map_err(|mut e| {
+            e.message = format!(
+                "describe(), which the host calls to learn what the plugin may read, failed: {}",
+                e.message
+            );
+            e
+        })?;
+        Ok(self
+            .compiled
+            .declarations
+            .get()
+            .cloned()
+            .unwrap_or_else(|| Arc::from([])))
+    }
+
+    /// The in-store environment of a role call.
+    fn role_env(&self, env: &CallEnv<'_>) -> Result<EnvState, PluginFailure> {
+        let declarations = if self.compiled.imports_reads {
+            self.read_declarations()?
+        } else {
+            // The guest cannot read at all.
+            Arc::from([])
+        };
+        Ok(EnvState::new(
+            self.compiled.contract,
+            env,
+            ReadPhase::Role(declarations),
+        ))
+    }
+
+    /// Run a role function with `env`, in one shape for every contract
+    /// version: `f` binds the call per version and lifts its result into a
+    /// [`RoleResult`]; the guest's error is classified and the report
+    /// checked against `env`. Returns what the call saw, for the failure
+    /// hook.
+    fn role_call<T: Send>(
+        &self,
+        world: World,
+        env: &CallEnv<'_>,
+        f: impl FnOnce(&mut Store<HostState>, &Bound) -> wasmtime::Result<RoleResult<T>> + Send,
+    ) -> (Result<(T, Report), PluginFailure>, Option<CallRecord>) {
+        let state = match self.expect_world(world).and_then(|()| self.role_env(env)) {
+            Ok(s) => s,
+            Err(e) => return (Err(e), None),
+        };
+        let (res, record) = self.call(state, f);
+        let result = res.and_then(|r| {
+            let (out, report) = r.map_err(|GuestError(kind, msg)| {
+                self.failure(FailureKind::PluginError(kind), msg)
+            })?;
+            report
+                .check(&record.values, &record.limits)
+                .map_err(|m| self.failure(FailureKind::BadOutput, m))?;
+            Ok((out, report))
+        });
+        (result, Some(record))
     }
 
     /// Rewrite `object`; `other` is its counterpart on the other side. The
     /// result must keep apiVersion, kind, metadata.name and metadata.namespace.
+    /// The same as [`Plugin::mutate_with`] with no reads and no context
+    /// values, without the report.
     pub fn mutate(
         &self,
         ctx: &CallContext,
@@ -306,7 +595,48 @@ impl Plugin {
         object: &str,
         other: Option<&str>,
     ) -> Result<String, PluginFailure> {
-        let result = self.mutate_here(ctx, config, object, other);
+        self.mutate_with(ctx, &CallEnv::default(), config, object, other)
+            .map(|m| m.object)
+    }
+
+    /// [`Plugin::mutate`] in an environment: the guest's reads go to
+    /// `env.reads`, it sees `env.values`, and its report comes back beside
+    /// the object (empty for a 0.1 component, which sees no values and
+    /// cannot read).
+    pub fn mutate_with(
+        &self,
+        ctx: &CallContext,
+        env: &CallEnv<'_>,
+        config: &str,
+        object: &str,
+        other: Option<&str>,
+    ) -> Result<Mutated, PluginFailure> {
+        let (result, record) = self.role_call(World::Mutator, env, |store, bound| {
+            Ok(match bound {
+                Bound::V1Mutator(b) => v1(b.syncweave_plugin_mutation().call_mutate(
+                    store,
+                    &ctx.to_wit(),
+                    config,
+                    object,
+                    other,
+                )?),
+                Bound::V2Mutator(b) => b
+                    .syncweave_plugin_mutation()
+                    .call_mutate(store, &ctx.to_wit_v2(env.values), config, object, other)?
+                    .map(|m| (m.object, m.report.into()))
+                    .map_err(Into::into),
+                _ => unreachable!("role_call checked the world"),
+            })
+        });
+        let result = result.and_then(|(out, report)| {
+            self.check_size(out.len())?;
+            output::check_mutation(object, &out)
+                .map_err(|m| self.failure(FailureKind::BadOutput, m))?;
+            Ok(Mutated {
+                object: out,
+                report,
+            })
+        });
         self.report(
             &result,
             CallArgs::Mutate {
@@ -315,40 +645,61 @@ impl Plugin {
                 object,
                 other,
             },
+            record.as_ref(),
         );
         result
     }
 
-    fn mutate_here(
-        &self,
-        ctx: &CallContext,
-        config: &str,
-        object: &str,
-        other: Option<&str>,
-    ) -> Result<String, PluginFailure> {
-        self.expect_world(World::Mutator)?;
-        let wit_ctx = ctx.to_wit();
-        let res = self.call(|store, bound| match bound {
-            Bound::Mutator(b) => b
-                .syncweave_plugin_mutation()
-                .call_mutate(store, &wit_ctx, config, object, other),
-            _ => unreachable!("world checked above"),
-        })?;
-        let out = res.map_err(|e| self.guest_error(e))?;
-        self.check_size(out.len())?;
-        output::check_mutation(object, &out)
-            .map_err(|m| self.failure(FailureKind::BadOutput, m))?;
-        Ok(out)
-    }
-
-    /// Decide the service-cluster name of `object`.
+    /// Decide the service-cluster name of `object`. The same as
+    /// [`Plugin::name_object_with`] with no reads and no context values,
+    /// without the report.
     pub fn name_object(
         &self,
         ctx: &CallContext,
         config: &str,
         object: &str,
     ) -> Result<ObjectName, PluginFailure> {
-        let result = self.name_here(ctx, config, object);
+        self.name_object_with(ctx, &CallEnv::default(), config, object)
+            .map(|n| n.name)
+    }
+
+    /// [`Plugin::name_object`] in an environment (see [`Plugin::mutate_with`]).
+    pub fn name_object_with(
+        &self,
+        ctx: &CallContext,
+        env: &CallEnv<'_>,
+        config: &str,
+        object: &str,
+    ) -> Result<Named, PluginFailure> {
+        let (result, record) = self.role_call(World::Namer, env, |store, bound| {
+            Ok(match bound {
+                Bound::V1Namer(b) => v1(b
+                    .syncweave_plugin_naming()
+                    .call_name(store, &ctx.to_wit(), config, object)?
+                    .map(|n| ObjectName {
+                        name: n.name,
+                        namespace: n.namespace,
+                    })),
+                Bound::V2Namer(b) => b
+                    .syncweave_plugin_naming()
+                    .call_name(store, &ctx.to_wit_v2(env.values), config, object)?
+                    .map(|n| {
+                        let name = ObjectName {
+                            name: n.name.name,
+                            namespace: n.name.namespace,
+                        };
+                        (name, n.report.into())
+                    })
+                    .map_err(Into::into),
+                _ => unreachable!("role_call checked the world"),
+            })
+        });
+        let result = result.and_then(|(n, report)| {
+            self.check_size(n.name.len() + n.namespace.as_ref().map_or(0, String::len))?;
+            output::check_name(&n.name, n.namespace.as_deref())
+                .map_err(|m| self.failure(FailureKind::BadOutput, m))?;
+            Ok(Named { name: n, report })
+        });
         self.report(
             &result,
             CallArgs::Name {
@@ -356,56 +707,38 @@ impl Plugin {
                 config,
                 object,
             },
+            record.as_ref(),
         );
         result
     }
 
-    fn name_here(
-        &self,
-        ctx: &CallContext,
-        config: &str,
-        object: &str,
-    ) -> Result<ObjectName, PluginFailure> {
-        self.expect_world(World::Namer)?;
-        let wit_ctx = ctx.to_wit();
-        let res = self.call(|store, bound| match bound {
-            Bound::Namer(b) => b
-                .syncweave_plugin_naming()
-                .call_name(store, &wit_ctx, config, object),
-            _ => unreachable!("world checked above"),
-        })?;
-        let n = res.map_err(|e| self.guest_error(e))?;
-        self.check_size(n.name.len() + n.namespace.as_ref().map_or(0, String::len))?;
-        output::check_name(&n.name, n.namespace.as_deref())
-            .map_err(|m| self.failure(FailureKind::BadOutput, m))?;
-        Ok(ObjectName {
-            name: n.name,
-            namespace: n.namespace,
-        })
-    }
-
-    /// Transform a CRD before it is published to kcp.
+    /// Transform a CRD before it is published to kcp (the same in 0.1 and
+    /// 0.2: a projection has no consumer to read for or report to).
     pub fn project(&self, config: &str, crd: &str) -> Result<String, PluginFailure> {
-        let result = self.project_here(config, crd);
-        self.report(&result, CallArgs::Project { config, crd });
+        let (result, record) =
+            self.role_call(World::Projector, &CallEnv::default(), |store, bound| {
+                Ok(match bound {
+                    Bound::V1Projector(b) => v1(b
+                        .syncweave_plugin_projection()
+                        .call_project(store, config, crd)?),
+                    Bound::V2Projector(b) => v1(b
+                        .syncweave_plugin_projection()
+                        .call_project(store, config, crd)?),
+                    _ => unreachable!("role_call checked the world"),
+                })
+            });
+        let result = result.and_then(|(out, _)| {
+            self.check_size(out.len())?;
+            output::check_object(&out).map_err(|m| self.failure(FailureKind::BadOutput, m))?;
+            Ok(out)
+        });
+        self.report(&result, CallArgs::Project { config, crd }, record.as_ref());
         result
     }
 
-    fn project_here(&self, config: &str, crd: &str) -> Result<String, PluginFailure> {
-        self.expect_world(World::Projector)?;
-        let res = self.call(|store, bound| match bound {
-            Bound::Projector(b) => b
-                .syncweave_plugin_projection()
-                .call_project(store, config, crd),
-            _ => unreachable!("world checked above"),
-        })?;
-        let out = res.map_err(|e| self.guest_error(e))?;
-        self.check_size(out.len())?;
-        output::check_object(&out).map_err(|m| self.failure(FailureKind::BadOutput, m))?;
-        Ok(out)
-    }
-
     /// Render `template` with `values` into one JSON object per document.
+    /// The same as [`Plugin::render_with`] with no reads and no context
+    /// values, without the report.
     pub fn render(
         &self,
         ctx: &CallContext,
@@ -413,7 +746,50 @@ impl Plugin {
         template: &str,
         values: &str,
     ) -> Result<Vec<String>, PluginFailure> {
-        let result = self.render_here(ctx, config, template, values);
+        self.render_with(ctx, &CallEnv::default(), config, template, values)
+            .map(|r| r.documents)
+    }
+
+    /// [`Plugin::render`] in an environment (see [`Plugin::mutate_with`]).
+    /// `values` is the template's values document; the context values are
+    /// `env.values`.
+    pub fn render_with(
+        &self,
+        ctx: &CallContext,
+        env: &CallEnv<'_>,
+        config: &str,
+        template: &str,
+        values: &str,
+    ) -> Result<Rendered, PluginFailure> {
+        let (result, record) = self.role_call(World::Renderer, env, |store, bound| {
+            Ok(match bound {
+                Bound::V1Renderer(b) => v1(b.syncweave_plugin_rendering().call_render(
+                    store,
+                    &ctx.to_wit(),
+                    config,
+                    template,
+                    values,
+                )?),
+                Bound::V2Renderer(b) => b
+                    .syncweave_plugin_rendering()
+                    .call_render(store, &ctx.to_wit_v2(env.values), config, template, values)?
+                    .map(|r| (r.documents, r.report.into()))
+                    .map_err(Into::into),
+                _ => unreachable!("role_call checked the world"),
+            })
+        });
+        let result = result.and_then(|(docs, report)| {
+            self.check_size(docs.iter().map(String::len).sum())?;
+            for (i, d) in docs.iter().enumerate() {
+                output::check_object(d).map_err(|m| {
+                    self.failure(FailureKind::BadOutput, format!("document {}: {m}", i + 1))
+                })?;
+            }
+            Ok(Rendered {
+                documents: docs,
+                report,
+            })
+        });
         self.report(
             &result,
             CallArgs::Render {
@@ -422,40 +798,21 @@ impl Plugin {
                 template,
                 values,
             },
+            record.as_ref(),
         );
         result
-    }
-
-    fn render_here(
-        &self,
-        ctx: &CallContext,
-        config: &str,
-        template: &str,
-        values: &str,
-    ) -> Result<Vec<String>, PluginFailure> {
-        self.expect_world(World::Renderer)?;
-        let wit_ctx = ctx.to_wit();
-        let res = self.call(|store, bound| match bound {
-            Bound::Renderer(b) => b
-                .syncweave_plugin_rendering()
-                .call_render(store, &wit_ctx, config, template, values),
-            _ => unreachable!("world checked above"),
-        })?;
-        let docs = res.map_err(|e| self.guest_error(e))?;
-        self.check_size(docs.iter().map(String::len).sum())?;
-        for (i, d) in docs.iter().enumerate() {
-            output::check_object(d).map_err(|m| {
-                self.failure(FailureKind::BadOutput, format!("document {}: {m}", i + 1))
-            })?;
-        }
-        Ok(docs)
     }
 
     /// An instance kept alive across calls, for benchmarks that separate
     /// call cost from instantiation. Production calls never reuse instances.
     #[doc(hidden)]
     pub fn warm(&self) -> Result<WarmInstance<'_>, PluginFailure> {
-        let mut store = self.new_store();
+        let env = EnvState::new(
+            self.compiled.contract,
+            &CallEnv::default(),
+            ReadPhase::Role(Arc::from([])),
+        );
+        let mut store = self.new_store(env);
         let bound = self
             .instantiate(&mut store)
             .map_err(|e| self.classify(e, store.data()))?;
@@ -466,13 +823,8 @@ impl Plugin {
         })
     }
 
-    fn new_store(&self) -> Store<HostState> {
-        let engine = match &self.compiled.pre {
-            WorldPre::Mutator(p) => p.engine(),
-            WorldPre::Namer(p) => p.engine(),
-            WorldPre::Projector(p) => p.engine(),
-            WorldPre::Renderer(p) => p.engine(),
-        };
+    fn new_store(&self, env: EnvState) -> Store<HostState> {
+        let engine = each_world!(&self.compiled.pre, WorldPre, p => p.engine());
         let state = HostState::new(
             Limiter::new(self.limits.memory_bytes),
             CallLog::new(
@@ -480,6 +832,7 @@ impl Plugin {
                 self.digest_arc.clone(),
                 self.limits.max_log_bytes,
             ),
+            env,
         );
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -500,21 +853,13 @@ impl Plugin {
         Ok(())
     }
 
-    fn guest_error(&self, e: types::PluginError) -> PluginFailure {
-        let (kind, msg) = match e {
-            types::PluginError::InvalidConfig(m) => (PluginErrorKind::InvalidConfig, m),
-            types::PluginError::InvalidInput(m) => (PluginErrorKind::InvalidInput, m),
-            types::PluginError::Rejected(m) => (PluginErrorKind::Rejected, m),
-            types::PluginError::Internal(m) => (PluginErrorKind::Internal, m),
-        };
-        self.failure(FailureKind::PluginError(kind), msg)
-    }
-
-    /// Instantiate into a fresh store and run `f`, classifying any failure.
+    /// Instantiate into a fresh store with `env` and run `f`, classifying
+    /// any failure; returns what the call saw of its environment too.
     fn call<R: Send>(
         &self,
+        env: EnvState,
         f: impl FnOnce(&mut Store<HostState>, &Bound) -> wasmtime::Result<R> + Send,
-    ) -> Result<R, PluginFailure> {
+    ) -> (Result<R, PluginFailure>, CallRecord) {
         // WASI's synchronous bindings block on a Tokio runtime internally and
         // panic on a runtime worker thread: step out of the async context
         // first. Rust guests import no WASI and skip this. On a thread of
@@ -525,23 +870,24 @@ impl Plugin {
         {
             return match handle.runtime_flavor() {
                 tokio::runtime::RuntimeFlavor::MultiThread => {
-                    tokio::task::block_in_place(|| self.call_here(f))
+                    tokio::task::block_in_place(|| self.call_here(env, f))
                 }
                 _ => std::thread::scope(|s| {
-                    s.spawn(|| self.call_here(f))
+                    s.spawn(|| self.call_here(env, f))
                         .join()
                         .unwrap_or_else(|p| std::panic::resume_unwind(p))
                 }),
             };
         }
-        self.call_here(f)
+        self.call_here(env, f)
     }
 
     fn call_here<R>(
         &self,
+        env: EnvState,
         f: impl FnOnce(&mut Store<HostState>, &Bound) -> wasmtime::Result<R>,
-    ) -> Result<R, PluginFailure> {
-        let mut store = self.new_store();
+    ) -> (Result<R, PluginFailure>, CallRecord) {
+        let mut store = self.new_store(env);
         let result = self
             .instantiate(&mut store)
             .and_then(|bound| f(&mut store, &bound));
@@ -552,15 +898,20 @@ impl Plugin {
             data.limiter.memory_used(),
             std::sync::atomic::Ordering::Relaxed,
         );
-        result.map_err(|e| self.classify(e, store.data()))
+        let result = result.map_err(|e| self.classify(e, store.data()));
+        (result, store.into_data().env.into_record())
     }
 
     fn instantiate(&self, store: &mut Store<HostState>) -> wasmtime::Result<Bound> {
         Ok(match &self.compiled.pre {
-            WorldPre::Mutator(p) => Bound::Mutator(p.instantiate(store)?),
-            WorldPre::Namer(p) => Bound::Namer(p.instantiate(store)?),
-            WorldPre::Projector(p) => Bound::Projector(p.instantiate(store)?),
-            WorldPre::Renderer(p) => Bound::Renderer(p.instantiate(store)?),
+            WorldPre::V1Mutator(p) => Bound::V1Mutator(p.instantiate(store)?),
+            WorldPre::V1Namer(p) => Bound::V1Namer(p.instantiate(store)?),
+            WorldPre::V1Projector(p) => Bound::V1Projector(p.instantiate(store)?),
+            WorldPre::V1Renderer(p) => Bound::V1Renderer(p.instantiate(store)?),
+            WorldPre::V2Mutator(p) => Bound::V2Mutator(p.instantiate(store)?),
+            WorldPre::V2Namer(p) => Bound::V2Namer(p.instantiate(store)?),
+            WorldPre::V2Projector(p) => Bound::V2Projector(p.instantiate(store)?),
+            WorldPre::V2Renderer(p) => Bound::V2Renderer(p.instantiate(store)?),
         })
     }
 
@@ -646,14 +997,23 @@ impl WarmInstance<'_> {
         let p = self.plugin;
         p.expect_world(World::Mutator)?;
         self.store.set_epoch_deadline(p.epoch_ticks);
-        let Bound::Mutator(b) = &self.bound else {
-            unreachable!("world checked above")
-        };
-        let res = b
-            .syncweave_plugin_mutation()
-            .call_mutate(&mut self.store, &ctx.to_wit(), config, object, other)
-            .map_err(|e| p.classify(e, self.store.data()))?;
-        let out = res.map_err(|e| p.guest_error(e))?;
+        let res = match &self.bound {
+            Bound::V1Mutator(b) => b
+                .syncweave_plugin_mutation()
+                .call_mutate(&mut self.store, &ctx.to_wit(), config, object, other)
+                .map(v1),
+            Bound::V2Mutator(b) => b
+                .syncweave_plugin_mutation()
+                .call_mutate(&mut self.store, &ctx.to_wit_v2(&[]), config, object, other)
+                .map(|r| {
+                    r.map(|m| (m.object, Report::from(m.report)))
+                        .map_err(Into::into)
+                }),
+            _ => unreachable!("world checked above"),
+        }
+        .map_err(|e| p.classify(e, self.store.data()))?;
+        let (out, _) =
+            res.map_err(|GuestError(kind, msg)| p.failure(FailureKind::PluginError(kind), msg))?;
         p.check_size(out.len())?;
         output::check_mutation(object, &out).map_err(|m| p.failure(FailureKind::BadOutput, m))?;
         Ok(out)

@@ -20,7 +20,7 @@ use crate::failure::{FailureKind, PluginFailure};
 use crate::host::HostState;
 use crate::plugin::{Compiled, Plugin, WorldPre};
 use crate::pool::CallPool;
-use crate::world::{self, World};
+use crate::world::{self, ContractVersion};
 
 /// Per-call resource limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +194,15 @@ impl EngineSet {
             |s| s,
         )
         .map_err(|e| RuntimeError::Engine(format!("linking types: {e:#}")))?;
+        // 0.2 beside 0.1: the same linker serves both (the versions differ
+        // in their names), so a component links whichever it imports.
+        type Own = wasmtime::component::HasSelf<HostState>;
+        bindings::v0_2::host_log::add_to_linker::<HostState, Own>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError::Engine(format!("linking host-log 0.2: {e:#}")))?;
+        bindings::v0_2::types::add_to_linker::<HostState, Own>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError::Engine(format!("linking types 0.2: {e:#}")))?;
+        bindings::v0_2::reads::add_to_linker::<HostState, Own>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError::Engine(format!("linking reads 0.2: {e:#}")))?;
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| RuntimeError::Engine(format!("linking WASI: {e:#}")))?;
         let compat = syncweave_engine::compat_hash(&engine);
@@ -578,50 +587,48 @@ impl Runtime {
             .world
             .clone()
             .map_err(|m| fail(FailureKind::WrongWorld, m))?;
+        let contract = shape.contract.unwrap_or(ContractVersion::V0_1);
+        if let Some(m) = shape.import_error() {
+            return Err(fail(FailureKind::Load, m));
+        }
         let instance_pre = set.linker.instantiate_pre(&component).map_err(|e| {
-            let unsupported: Vec<&str> = shape
-                .imports
-                .iter()
-                .map(String::as_str)
-                .filter(|i| !(i.starts_with("wasi:") || i.starts_with("syncweave:plugin/")))
-                .collect();
             fail(
                 FailureKind::Load,
                 format!(
-                    "cannot link the component: {e:#}{}; plugins may import only \
-                         syncweave:plugin/host-log and WASI 0.2 (granted nothing)",
-                    if unsupported.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (unsupported imports: {})", unsupported.join(", "))
-                    }
+                    "cannot link the component: {e:#}; a {}@{} plugin may import only {} and \
+                     WASI 0.2 (granted nothing)",
+                    world::PACKAGE,
+                    contract.range(),
+                    contract
+                        .host_interfaces()
+                        .iter()
+                        .map(|i| format!("{}/{i}", world::PACKAGE))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )
         })?;
-        let link_err = |e: wasmtime::Error| {
+        let pre = WorldPre::new(contract, world, instance_pre).map_err(|e| {
             fail(
                 FailureKind::WrongWorld,
-                format!("the component's exports do not match world {world}: {e:#}"),
+                format!(
+                    "the component's exports do not match world {world} of {}@{}: {e:#}",
+                    world::PACKAGE,
+                    contract.as_str()
+                ),
             )
-        };
-        let pre = match world {
-            World::Mutator => WorldPre::Mutator(
-                bindings::mutator::MutatorPre::new(instance_pre).map_err(link_err)?,
-            ),
-            World::Namer => {
-                WorldPre::Namer(bindings::namer::NamerPre::new(instance_pre).map_err(link_err)?)
-            }
-            World::Projector => WorldPre::Projector(
-                bindings::projector::ProjectorPre::new(instance_pre).map_err(link_err)?,
-            ),
-            World::Renderer => WorldPre::Renderer(
-                bindings::renderer::RendererPre::new(instance_pre).map_err(link_err)?,
-            ),
-        };
+        })?;
+        let imports_reads = shape.imports.iter().any(|i| {
+            let n = world::split_name(i);
+            n.package == world::PACKAGE && n.interface == "reads"
+        });
         Ok(Compiled {
             digest: digest.to_string(),
             world,
+            contract,
             imports_wasi: shape.imports_wasi(),
+            imports_reads,
+            declarations: Default::default(),
             engine_kind: kind,
             shape,
             pre,

@@ -103,6 +103,92 @@ pub struct PublishedResourceSpec {
     /// syncweave: how the agent holds kcp objects (finalizers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<LifecycleSpec>,
+
+    /// syncweave: what the plugins of this PublishedResource (contract
+    /// 0.2) may read beside the object they are called for. Reads are
+    /// answered from the agent's caches, which it fills by watching what is
+    /// allowed here; a change to an object a call read re-syncs the objects
+    /// whose calls read it. Nothing is readable unless listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<ReadsSpec>,
+}
+
+/// `spec.reads`: the operator's allow-list of plugin reads.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadsSpec {
+    /// Plugins may `get` the Namespace (`v1 namespaces`, side kcp) of the
+    /// object they are called for, in the consumer's workspace. Needs the
+    /// `namespaces` permission claim, which the agent then adds to its
+    /// APIExport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumer_namespace: Option<bool>,
+    /// Plugins may `get` and `list` the kcp-side objects of this
+    /// PublishedResource's related resources (`spec.related`, by their kcp
+    /// group/version/resource), in the workspace and namespace of the
+    /// object they are called for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related: Option<bool>,
+    /// Service-cluster kinds plugins may `get` and `list`, each in the
+    /// namespaces named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<Vec<ServiceRead>>,
+}
+
+/// One service-cluster kind in `spec.reads.service`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceRead {
+    /// API group; empty or unset for the core group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    pub version: String,
+    /// Plural resource name (`configmaps`).
+    pub resource: String,
+    /// The namespaces whose objects may be read (at least one).
+    pub namespaces: Vec<String>,
+}
+
+impl ReadsSpec {
+    /// Whether anything at all is readable.
+    pub fn any(&self) -> bool {
+        self.consumer_namespace == Some(true)
+            || self.related == Some(true)
+            || self.service.as_ref().is_some_and(|s| !s.is_empty())
+    }
+
+    /// What Kubernetes or the agent would refuse, found before any watch.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, s) in self.service.iter().flatten().enumerate() {
+            let at = format!("spec.reads.service[{i}]");
+            if s.version.is_empty() || s.resource.is_empty() {
+                out.push(format!(
+                    "{at}: needs a version and a plural resource (e.g. version: v1, resource: \
+                     configmaps)"
+                ));
+            }
+            if s.resource.chars().any(|c| c.is_ascii_uppercase()) {
+                out.push(format!(
+                    "{at}.resource: {:?} looks like a kind; give the plural resource name in \
+                     lower case (e.g. configmaps)",
+                    s.resource
+                ));
+            }
+            if s.namespaces.is_empty() {
+                out.push(format!(
+                    "{at}.namespaces: name at least one namespace; reads of a whole service \
+                     cluster are not allowed"
+                ));
+            }
+            for n in &s.namespaces {
+                if let Err(e) = crate::apis::validation::dns1123_label(n) {
+                    out.push(format!("{at}.namespaces: {n:?} {e}"));
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -675,6 +761,9 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
     }
     if let Some(m) = &spec.managed_namespace_metadata {
         out.extend(m.problems());
+    }
+    if let Some(r) = &spec.reads {
+        out.extend(r.problems());
     }
     if let Some(w) = spec
         .lifecycle

@@ -22,6 +22,23 @@ pub fn dns1035_label(s: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A DNS-1123 label (namespace names): lower-case alphanumerics and '-',
+/// starting and ending with an alphanumeric, at most 63 characters.
+pub fn dns1123_label(s: &str) -> Result<(), &'static str> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 63 {
+        return Err("must be 1 to 63 characters long");
+    }
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    if !alnum(&b[0]) || !alnum(&b[b.len() - 1]) {
+        return Err("must start and end with a lower-case letter or digit");
+    }
+    if !b.iter().all(|c| alnum(c) || *c == b'-') {
+        return Err("may contain only lower-case letters, digits and '-'");
+    }
+    Ok(())
+}
+
 /// A qualified name (label and annotation keys): an optional DNS-subdomain
 /// prefix and `/`, then a name of at most 63 alphanumerics, '-', '_' or
 /// '.', starting and ending with an alphanumeric.

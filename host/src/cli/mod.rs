@@ -31,6 +31,11 @@ pub enum Command {
     /// Build, inspect and test Wasm plugins.
     #[command(subcommand)]
     Plugin(crate::plugin::cli::PluginCommand),
+    /// Show what a PublishedResource makes of objects (the copy's name and
+    /// body, the plugins' Events), computed locally by the same plugins
+    /// under the same limits as the agent. Exit codes: 0 rendered, 1 a
+    /// plugin failed, 2 bad input.
+    Render(crate::plugin::cli::render::RenderArgs),
     /// Register a physical cluster with a kcp workspace (the legacy kcp
     /// syncer's workflow): Deployments, Services and Ingresses down, Pods up.
     #[command(subcommand)]

@@ -78,6 +78,19 @@ pub struct TaskLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReadLabels {
+    pub side: &'static str,
+    pub resource: String,
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub published_resource: String,
+    pub severity: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CacheLabels {
     /// `compiled` (a miss), `disk` or `memory`.
     pub source: &'static str,
@@ -114,6 +127,8 @@ pub struct Metrics {
     /// Supervised loops restarted after a panic or an unexpected end.
     pub task_restarts: Family<TaskLabels, Counter>,
     pub watch_failures: Family<WatchLabels, Counter>,
+    pub plugin_reads: Family<ReadLabels, Counter>,
+    pub plugin_results: Family<ResultLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -242,11 +257,25 @@ fn new_metrics() -> Metrics {
         "Lists and watches that failed and were started again: gone (410, relisted at once) or error (retried with backoff)",
         watch_failures.clone(),
     );
+    let plugin_reads = Family::<ReadLabels, Counter>::default();
+    registry.register(
+        "syncweave_plugin_reads",
+        "Plugin reads (contract 0.2) by side, resource and result (ok, not_allowed, not_served, unavailable, invalid); answered from the agent's caches",
+        plugin_reads.clone(),
+    );
+    let plugin_results = Family::<ResultLabels, Counter>::default();
+    registry.register(
+        "syncweave_plugin_results",
+        "Results and conditions plugins reported beside their output, by PublishedResource and severity (normal or warning)",
+        plugin_results.clone(),
+    );
     Metrics {
         registry,
         tasks,
         task_restarts,
         watch_failures,
+        plugin_reads,
+        plugin_results,
         components_resident,
         rate_limiter_wait,
         fenced_writes,

@@ -973,6 +973,7 @@ mod tests {
                 other: None,
             },
             failure: &f,
+            env: None,
         });
     }
 
@@ -1042,6 +1043,7 @@ mod tests {
                 values: &object,
             },
             failure: &f,
+            env: None,
         });
         let id = store.list().captures[0].id.clone();
         let doc = serde_json::to_string(&store.get(&id).unwrap()).unwrap();
@@ -1161,6 +1163,7 @@ mod tests {
                 other: Some(&other),
             },
             failure: &f,
+            env: None,
         });
         store.record(&FailedCall {
             plugin: &naming,
@@ -1171,6 +1174,7 @@ mod tests {
                 values: &values,
             },
             failure: &crash(),
+            env: None,
         });
         for s in store.list().captures {
             let doc = serde_json::to_string(&store.get(&s.id).unwrap()).unwrap();

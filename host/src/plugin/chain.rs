@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use syncweave_runtime::{
-    CallContext, CallPool, Direction, Plugin, PluginFailure, Runtime, World, object_json,
+    CallContext, CallEnv, CallPool, Direction, Plugin, PluginFailure, Runtime, World, object_json,
 };
 
 use crate::apis::wasmplugin::FailurePolicy;
@@ -25,7 +25,7 @@ use crate::apis::{PublishedResource, ResourceMutation, ResourceMutationSpec, Was
 use crate::plugin::resolve::{PluginResolver, Resolved};
 use crate::plugin::wasmplugin::{CanaryRule, DigestStats, Subject};
 use crate::sync::naming::LocalName;
-use crate::sync::ports::{Mutator, Namer, Origin};
+use crate::sync::ports::{Mutator, Namer, Origin, Reports};
 use crate::sync::ports::{Related, Templates};
 
 #[derive(Debug, thiserror::Error)]
@@ -264,6 +264,11 @@ impl PluginHost {
         local_namespaced: bool,
     ) -> Result<Arc<dyn Namer>, PluginSetupError> {
         let naming = pr.spec.naming.clone().unwrap_or_default();
+        let field = if naming.wasm.is_some() {
+            "spec.naming.wasm"
+        } else {
+            "spec.naming"
+        };
         let choice = match &naming.wasm {
             // Naming always fails closed: a wrong name is worse than no sync.
             Some(u) => {
@@ -290,6 +295,7 @@ impl PluginHost {
             pool: self.pool().clone(),
             choice,
             owner: pr_name(pr),
+            field: field.into(),
             local_namespaced,
         }))
     }
@@ -566,37 +572,48 @@ struct WasmNamer {
     pool: CallPool,
     choice: Choice,
     owner: String,
+    /// `spec.naming.wasm` or `spec.naming` (where its reports come from).
+    field: String,
     local_namespaced: bool,
 }
 
 impl Namer for WasmNamer {
     fn name<'a>(
         &'a self,
-        cluster: &'a str,
-        cluster_path: Option<&'a str>,
+        origin: &'a Origin<'a>,
         object: &'a Value,
-    ) -> BoxFuture<'a, Result<LocalName, String>> {
+    ) -> BoxFuture<'a, Result<(LocalName, Reports), String>> {
         let ctx = CallContext {
-            cluster_name: cluster.into(),
-            cluster_path: cluster_path.map(str::to_string),
+            cluster_name: origin.cluster.into(),
+            cluster_path: origin.path.map(str::to_string),
             direction: Direction::KcpToService,
             owner: self.owner.clone(),
         };
-        let v = self.choice.pick(|| Subject::of_json(cluster, object));
+        let v = self
+            .choice
+            .pick(|| Subject::of_json(origin.cluster, object));
         let (config, object) = (v.config.clone(), object_json(object));
+        let reads = origin.reads.cloned();
         Box::pin(async move {
             let n = self
                 .pool
-                .run(&v.plugin, move |p| p.name_object(&ctx, &config, &object))
+                .run(&v.plugin, move |p| {
+                    let env = CallEnv {
+                        reads,
+                        ..CallEnv::default()
+                    };
+                    p.name_object_with(&ctx, &env, &config, &object)
+                })
                 .await
                 .map_err(|e| {
                     v.failed();
                     e.to_string()
                 })?;
-            Ok(LocalName {
-                name: n.name,
-                namespace: n.namespace.filter(|_| self.local_namespaced),
-            })
+            let name = LocalName {
+                name: n.name.name,
+                namespace: n.name.namespace.filter(|_| self.local_namespaced),
+            };
+            Ok((name, Reports(vec![(self.field.clone(), n.report)])))
         })
     }
 }
@@ -629,6 +646,9 @@ enum MutationError {
 }
 
 impl WasmMutator {
+    /// Run `steps` over `object`: each step sees the object the step before
+    /// returned and the context values the steps before set (contract 0.2;
+    /// a 0.1 step sees none and sets none), and each step's report is kept.
     async fn run(
         &self,
         steps: &[Step],
@@ -636,9 +656,10 @@ impl WasmMutator {
         origin: &Origin<'_>,
         object: &mut Value,
         other: Option<&Value>,
-    ) -> Result<(), MutationError> {
+    ) -> Result<Reports, MutationError> {
+        let mut reports = Reports::default();
         if steps.is_empty() {
-            return Ok(());
+            return Ok(reports);
         }
         let ctx = Arc::new(CallContext {
             cluster_name: origin.cluster.into(),
@@ -648,21 +669,35 @@ impl WasmMutator {
         });
         let other: Option<Arc<str>> = other.map(|o| object_json(o).into());
         let mut current = object_json(object);
+        // Context values set so far, in the order they were set.
+        let mut values: Arc<Vec<(String, String)>> = Arc::default();
         for step in steps {
             let v = step.choice.pick(|| origin.subject);
             let (ctx, config, other) = (ctx.clone(), v.config.clone(), other.clone());
+            let (reads, step_values) = (origin.reads.cloned(), values.clone());
             let input = current.clone();
             let result = self
                 .pool
                 .run(&v.plugin, move |p| {
-                    p.mutate(&ctx, &config, &input, other.as_deref())
+                    let env = CallEnv {
+                        reads,
+                        values: step_values.as_slice(),
+                        ..CallEnv::default()
+                    };
+                    p.mutate_with(&ctx, &env, &config, &input, other.as_deref())
                 })
                 .await;
             if result.is_err() {
                 v.failed();
             }
             match result {
-                Ok(out) => current = out,
+                Ok(out) => {
+                    current = out.object;
+                    if !out.report.set_context.is_empty() {
+                        Arc::make_mut(&mut values).extend(out.report.set_context.iter().cloned());
+                    }
+                    reports.0.push((step.field.clone(), out.report));
+                }
                 Err(e) if v.ignore_failures => {
                     tracing::warn!(field = %step.field, error = %e, "plugin failed; skipped (failurePolicy: Ignore)");
                 }
@@ -675,7 +710,7 @@ impl WasmMutator {
             }
         }
         *object = serde_json::from_str(&current).map_err(MutationError::NotJson)?;
-        Ok(())
+        Ok(reports)
     }
 }
 
@@ -685,7 +720,7 @@ impl Mutator for WasmMutator {
         origin: &'a Origin<'a>,
         object: &'a mut Value,
         other: Option<&'a Value>,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<Reports, String>> {
         Box::pin(async move {
             self.run(&self.spec, Direction::KcpToService, origin, object, other)
                 .await
@@ -698,7 +733,7 @@ impl Mutator for WasmMutator {
         origin: &'a Origin<'a>,
         object: &'a mut Value,
         other: Option<&'a Value>,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<Reports, String>> {
         Box::pin(async move {
             self.run(&self.status, Direction::ServiceToKcp, origin, object, other)
                 .await
@@ -779,6 +814,7 @@ mod tests {
             name: "a",
             labels: crate::plugin::wasmplugin::Labels::None,
         },
+        reads: None,
     };
 
     fn crontab() -> Value {
@@ -899,7 +935,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut obj = crontab();
                     m.mutate_spec(&ORIGIN, &mut obj, None).await.unwrap();
-                    let name = namer.name("abc", None, &obj).await.unwrap();
+                    let (name, _) = namer.name(&ORIGIN, &obj).await.unwrap();
                     (obj, name)
                 })
             })
@@ -979,6 +1015,7 @@ mod tests {
                 name: "a",
                 labels,
             },
+            reads: None,
         };
         let stamped = |o: &Value| o["metadata"]["labels"]["syncweave.test/echo"].clone();
         let mut obj = crontab();

@@ -172,8 +172,8 @@ pub async fn reconcile(
 
 /// The APIExport's permission claims, as upstream: events always;
 /// namespaces as soon as one resource filters on them, copies keys from
-/// them (`managedNamespaceMetadata.fromConsumerNamespace`) or has related
-/// resources; LogicalClusters with workspace paths; and every related
+/// them (`managedNamespaceMetadata.fromConsumerNamespace`), lets plugins
+/// read them (`reads.consumerNamespace`) or has related resources; LogicalClusters with workspace paths; and every related
 /// resource's kcp-side type that the export does not own (`schemas`, by
 /// group/resource), with its identity hash.
 pub fn permission_claims(
@@ -196,6 +196,11 @@ pub fn permission_claims(
                 .managed_namespace_metadata
                 .as_ref()
                 .is_some_and(|m| m.from_consumer_namespace.is_some())
+            || pr
+                .spec
+                .reads
+                .as_ref()
+                .is_some_and(|r| r.consumer_namespace == Some(true))
     });
     if namespace_filter || !related.is_empty() {
         claims.push(namespaces);

@@ -25,7 +25,11 @@ pub(super) struct Said<'a> {
 /// The condition types this agent owns on a PublishedResource (without the
 /// partition prefix): written together, so that one it no longer says
 /// (waitForOtherFinalizers turned off) goes.
-const OWNED: [&str; 2] = ["Ready", crate::sync::finalizer_wait::CONDITION];
+const OWNED: [&str; 3] = [
+    "Ready",
+    crate::sync::finalizer_wait::CONDITION,
+    crate::sync::plugin_reports::CONDITION,
+];
 
 impl Publisher {
     /// The type of a condition this agent writes on PublishedResources:
@@ -183,6 +187,37 @@ impl Publisher {
                 message,
             });
         }
+        // Only where a plugin of the resource's own can report (a `wasm`
+        // use): upstream's rules never warn.
+        let warnings = uses_wasm(pr).then(|| ctx.plugin_reports.condition());
+        if let Some((status, reason, message)) = &warnings {
+            said.push(Said {
+                type_: crate::sync::plugin_reports::CONDITION,
+                status,
+                reason,
+                message,
+            });
+        }
         self.set_conditions(api, &name, &said).await
     }
+}
+
+/// Whether `pr` runs a plugin of its own anywhere (`wasm` in naming, a
+/// mutation or a related resource's mutation).
+fn uses_wasm(pr: &PublishedResource) -> bool {
+    let chain = |m: &crate::apis::ResourceMutationSpec| {
+        m.spec
+            .iter()
+            .chain(m.status.iter())
+            .flatten()
+            .any(|r| r.wasm.is_some())
+    };
+    pr.spec.naming.as_ref().is_some_and(|n| n.wasm.is_some())
+        || pr.spec.mutation.as_ref().is_some_and(chain)
+        || pr
+            .spec
+            .related
+            .iter()
+            .flatten()
+            .any(|r| r.mutation.as_ref().is_some_and(chain))
 }

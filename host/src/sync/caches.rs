@@ -32,6 +32,9 @@ pub type Gvr = (String, String, String);
 pub struct RelatedCaches {
     kcp: Mutex<BTreeMap<Gvr, Arc<KcpCache>>>,
     service: Mutex<BTreeMap<Gvr, Arc<Store<DynamicObject>>>>,
+    /// Kinds a server does not serve, by side (`true`: service) and kind,
+    /// with the discovery error: a plugin read of one fails as not served.
+    not_served: Mutex<BTreeMap<(bool, Gvr), String>>,
 }
 
 impl RelatedCaches {
@@ -53,7 +56,7 @@ impl RelatedCaches {
             .cloned()
     }
 
-    pub(super) fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
+    pub(crate) fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
         self.kcp
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -62,12 +65,29 @@ impl RelatedCaches {
             .clone()
     }
 
-    pub(super) fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
+    pub(crate) fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
         self.service
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(gvr.clone())
             .or_insert_with(|| Store::new(|o: &DynamicObject| o.metadata.namespace.clone()))
+            .clone()
+    }
+
+    /// Discovery of a kind on one side failed (`None`: it succeeded).
+    pub fn set_not_served(&self, service_side: bool, gvr: &Gvr, why: Option<String>) {
+        let mut m = self.not_served.lock().unwrap_or_else(|e| e.into_inner());
+        match why {
+            Some(w) => m.insert((service_side, gvr.clone()), w),
+            None => m.remove(&(service_side, gvr.clone())),
+        };
+    }
+
+    /// The kinds a server does not serve (see [`Self::set_not_served`]).
+    pub fn not_served(&self) -> BTreeMap<(bool, Gvr), String> {
+        self.not_served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 

@@ -93,8 +93,15 @@ pub struct SyncContext {
     pub failures: Arc<Failures>,
     /// Discovered kinds of related resources, by side and GVR.
     pub related_kinds: std::sync::Mutex<BTreeMap<String, ApiResource>>,
-    /// Related objects on both sides, by kind.
+    /// Related objects on both sides, by kind (and the kinds `spec.reads`
+    /// allows plugins to read).
     pub related_caches: RelatedCaches,
+    /// `spec.reads` (what plugins may read; maybe nothing).
+    pub reads: Arc<super::reads::ReadsConfig>,
+    /// Which objects' last pass read what (re-synced when it changes).
+    pub read_deps: super::reads::ReadDeps,
+    /// Objects whose plugins reported warnings, for the condition.
+    pub plugin_reports: Arc<super::plugin_reports::PluginReports>,
     /// Writes per key and input version, to stop a sync that does not settle.
     pub convergence: super::converge::Convergence,
     /// Events about kcp objects, de-duplicated and posted by one task.
@@ -124,6 +131,21 @@ pub struct Pass<'a> {
     pub kcp_api: Api<DynamicObject>,
     /// The kcp object, as JSON (made once for every phase and plugin call).
     pub object: &'a Value,
+    /// What the plugin calls of this pass reported (contract 0.2), for
+    /// Events and the `PluginWarnings` condition once the pass is over.
+    pub reported: std::sync::Mutex<super::ports::Reports>,
+}
+
+impl Pass<'_> {
+    /// Keep what a phase's plugin calls reported.
+    pub(super) fn reported(&self, reports: super::ports::Reports) {
+        if !reports.is_empty() {
+            self.reported
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(reports);
+        }
+    }
 }
 
 /// A pass reads the sync's shared state (sides, clients, caches, state,
@@ -251,6 +273,7 @@ impl SyncContext {
     /// runs twice per reconcile.
     pub(super) fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
         if !self.plugins().related.is_empty()
+            || self.reads.any()
             || self.namespace_filter.is_some()
             || self.namespace_metadata.is_some()
             || !self.copies.synced()

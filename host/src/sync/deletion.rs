@@ -64,6 +64,7 @@ impl SyncContext {
                         origin: Origin::of(key, path.as_deref(), remote),
                         kcp_api: kcp_api.clone(),
                         object: &object,
+                        reported: Default::default(),
                     };
                     let local_json = to_json(key, "the service copy", &local)?;
                     if let Some(outcome) = super::related::run(&pass, &local_json, true).await? {

@@ -26,6 +26,7 @@ use super::error::{REQUEUE_SOON, SyncError, kerr, to_json};
 use super::events;
 use super::labels::FINALIZER;
 use super::ports::Origin;
+use super::reads::ObjectReads;
 use super::spec::Spec;
 use crate::apis::selector::SelectorExt;
 use crate::controller::runner::Outcome;
@@ -88,6 +89,8 @@ impl SyncContext {
         let Some(remote) = self.cache.get(key) else {
             debug!(%key, "object is gone from kcp");
             self.convergence.forget(key);
+            self.read_deps.forget(key);
+            self.plugin_reports.forget(key);
             if let Some(m) = &self.namespace_metadata {
                 m.forget(key);
             }
@@ -124,15 +127,40 @@ impl SyncContext {
         // Each object's JSON form, made once for every phase (and every
         // plugin call) of this pass.
         let remote_json = to_json(key, "the kcp object", &remote)?;
+        // Plugin reads of this pass, answered from the caches (or refused,
+        // naming `spec.reads`, when it allows nothing).
+        let object_reads = Arc::new(ObjectReads::new(
+            self.reads.clone(),
+            key,
+            &self.related_caches,
+            self.cache.route(&key.cluster),
+        ));
+        let read_host = Some(object_reads.clone() as Arc<dyn syncweave_runtime::ReadHost>);
         let pass = Pass {
             sync: self,
             plugins: self.plugins(),
             key,
-            origin: Origin::of(key, path.as_deref(), &remote),
+            origin: Origin::of(key, path.as_deref(), &remote).with_reads(read_host.as_ref()),
             kcp_api,
             object: &remote_json,
+            reported: Default::default(),
         };
+        let result = self.sync_pass(&pass).await;
+        // What the pass read decides which changes wake it, whatever its
+        // outcome: a call that failed for want of an object is retried
+        // when the object appears.
+        if self.reads.any() {
+            self.read_deps.record(key, object_reads.targets());
+        }
+        let reported =
+            std::mem::take(&mut *pass.reported.lock().unwrap_or_else(|e| e.into_inner()));
+        self.tell_reports(key, &remote_json, &reported, result.is_ok());
+        result
+    }
 
+    /// Phases 3 to 6 of one pass.
+    async fn sync_pass(&self, pass: &Pass<'_>) -> Result<Outcome, SyncError> {
+        let key = pass.key;
         let mut local = self.find_local(key).await?;
         if let Some(l) = &local
             && l.metadata.deletion_timestamp.is_some()
@@ -147,7 +175,7 @@ impl SyncContext {
         // A spec that does not settle holds back its own writes only: status
         // and related objects still sync, then the key fails (and backs off).
         let mut unsettled = None;
-        match super::spec::run(&pass, local.as_deref().zip(local_json.as_ref())).await {
+        match super::spec::run(pass, local.as_deref().zip(local_json.as_ref())).await {
             Ok(Spec::Requeue(outcome)) => return Ok(outcome),
             Ok(Spec::InSync) => {}
             // Just placed: status and related objects follow in this pass.
@@ -161,17 +189,44 @@ impl SyncContext {
         if let (Some(local), Some(local_json)) = (&local, &local_json)
             && self.remote.status_subresource
         {
-            super::status::run(&pass, local, local_json).await?;
+            super::status::run(pass, local, local_json).await?;
         }
         // The primary is in sync: now its related objects.
         if let Some(local_json) = &local_json
-            && let Some(outcome) = super::related::run(&pass, local_json, false).await?
+            && let Some(outcome) = super::related::run(pass, local_json, false).await?
         {
             return Ok(outcome);
         }
         match unsettled {
             Some(e) => Err(e),
             None => Ok(Outcome::Done),
+        }
+    }
+
+    /// Tell the consumer what the plugins of a pass reported, as Events on
+    /// their object (the recorder folds repeats), and count the object's
+    /// warnings for the PublishedResource's condition when the pass
+    /// completed (a failed pass's reports are partial).
+    fn tell_reports(
+        &self,
+        key: &ObjectKey,
+        remote: &serde_json::Value,
+        reported: &super::ports::Reports,
+        completed: bool,
+    ) {
+        let said = super::plugin_reports::said(reported);
+        for s in &said {
+            crate::ops::metrics::METRICS
+                .plugin_results
+                .get_or_create(&crate::ops::metrics::ResultLabels {
+                    published_resource: self.published_resource.clone(),
+                    severity: if s.warning { "warning" } else { "normal" },
+                })
+                .inc();
+            self.emit(key, remote, s.warning, &s.reason, s.message.clone());
+        }
+        if completed {
+            self.plugin_reports.passed(key, &said);
         }
     }
 

@@ -47,11 +47,12 @@ impl Pass<'_> {
     async fn desired(&self, local: Option<&Value>) -> Result<(Value, Value), SyncError> {
         let (key, origin, remote) = (self.key, &self.origin, self.object);
         let plugins = &self.plugins;
-        let name = plugins
+        let (name, reports) = plugins
             .namer
-            .name(origin.cluster, origin.path, remote)
+            .name(origin, remote)
             .await
             .map_err(|e| SyncError::Naming(e, key.clone()))?;
+        self.reported(reports);
         let mut source = remote.clone();
         if let Some(m) = &plugins.mutator {
             let projected;
@@ -62,9 +63,11 @@ impl Pass<'_> {
                     &projected
                 }
             };
-            m.mutate_spec(origin, &mut source, Some(other))
+            let reports = m
+                .mutate_spec(origin, &mut source, Some(other))
                 .await
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+            self.reported(reports);
             if !source.is_object() || !source["metadata"].is_object() {
                 return Err(SyncError::Mutation(
                     "the spec mutation returned something that is not an object with metadata"

@@ -22,9 +22,11 @@ pub(super) async fn run(
     let local_json = match &pass.plugins.mutator {
         Some(m) => {
             let mut copy = local_json.clone();
-            m.mutate_status(origin, &mut copy, Some(remote))
+            let reports = m
+                .mutate_status(origin, &mut copy, Some(remote))
                 .await
                 .map_err(|e| SyncError::Mutation(e, key.clone()))?;
+            pass.reported(reports);
             mutated = copy;
             &mutated
         }

@@ -25,6 +25,7 @@ use tracing::{debug, error, info, warn};
 
 use super::caches::{Gvr, namespaces_gvr, side_gvr};
 use super::context::SyncContext;
+use super::error::RelatedError;
 use super::labels::*;
 use super::related::api_resource;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
@@ -226,6 +227,8 @@ pub fn kinds(ctx: &SyncContext, service_side: bool) -> BTreeSet<Gvr> {
     if by_namespace_labels || ns_meta || (!service_side && ctx.namespace_filter.is_some()) {
         out.insert(namespaces_gvr());
     }
+    // What `spec.reads` lets plugins read is answered from these caches.
+    out.extend(ctx.reads.kinds(service_side));
     out
 }
 
@@ -283,8 +286,24 @@ pub async fn watch_related(
         crate::controller::backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
     let ar = loop {
         match api_resource(&client, &what, gvr.clone(), gvr.2.clone()).await {
-            Ok(ar) => break ar,
+            Ok(ar) => {
+                ctx.related_caches.set_not_served(service_side, &gvr, None);
+                break ar;
+            }
             Err(e) => {
+                // A plugin read of a kind the server does not serve fails
+                // as such (not as "try again").
+                let not_served = match &e {
+                    RelatedError::Config { .. } => true,
+                    RelatedError::Kube { source, .. } => {
+                        matches!(source, kube::Error::Api(s) if s.code == 404)
+                    }
+                };
+                ctx.related_caches.set_not_served(
+                    service_side,
+                    &gvr,
+                    not_served.then(|| e.to_string()),
+                );
                 let retry_in = backoff.next_delay();
                 warn!(published_resource = %ctx.published_resource, error = %e, ?retry_in, "cannot watch related objects yet");
                 tokio::time::sleep(retry_in).await;
@@ -297,7 +316,26 @@ pub async fn watch_related(
     let cfg = watcher::Config::default();
     let ctx = &*ctx;
     let triggers = &triggers;
-    let changed = move |o: &DynamicObject| primaries_of(ctx, service_side, o, triggers);
+    let gvr_ref = &gvr;
+    let changed = move |o: &DynamicObject| {
+        let mut keys = primaries_of(ctx, service_side, o, triggers);
+        // Objects whose plugins read this one (spec.reads).
+        let cluster = o
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CLUSTER_ANNOTATION))
+            .map(String::as_str)
+            .unwrap_or_default();
+        let readers = ctx.read_deps.readers(service_side, gvr_ref, cluster, o);
+        if !readers.is_empty() {
+            debug!(published_resource = %ctx.published_resource, objects = readers.len(), "an object plugins read changed");
+            keys.extend(readers);
+            keys.sort();
+            keys.dedup();
+        }
+        keys
+    };
     match kcp_url {
         None => {
             let store = ctx.related_caches.service_or_new(&gvr);

@@ -4,10 +4,19 @@
 //!
 //! Both tools are the project's own npm devDependencies, loaded by node from
 //! the project directory: nothing is installed here.
+//!
+//! The world is taken from the contract version the project names
+//! (`"syncweave": {"contract"}` in package.json, default 0.1; see
+//! [`crate::contract`]). The entry module imports the host's interfaces at
+//! that version (`syncweave:plugin/host-log@0.2.0`), and componentize-js
+//! runs it while it builds, so both a wrong import version and the SDK's
+//! check of the plugin's own `contract` fail the build; [`hint`] says which
+//! and how to fix it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::contract::{self, ContractVersion, ProjectContract};
 use crate::{BuildError, BuiltComponent, Scratch, find_on_path, install_component, tail};
 
 /// The componentize-js release syncweave is tested with.
@@ -32,15 +41,32 @@ pub struct JsProject {
     pub world: String,
     /// The entry module, relative to `dir` (its exports are the component's).
     pub entry: PathBuf,
-    /// A WIT file or directory holding the world.
+    /// A WIT file or directory holding the contract. Used when it declares
+    /// the package of the project's contract version
+    /// ([`contract::js_contract`]); otherwise the build writes the embedded
+    /// contract of that version and uses it.
     pub wit: PathBuf,
+}
+
+impl JsProject {
+    /// The contract version this project is built against, and where it is
+    /// named.
+    pub fn contract(&self) -> Result<ProjectContract, BuildError> {
+        contract::js_contract(&self.dir)
+    }
 }
 
 /// Runs in node with the project directory as the working directory, so that
 /// `import()` resolves the project's own node_modules. Arguments: entry, WIT
-/// path, world, bundle path, output path, disabled features (comma-separated).
+/// path, world, bundle path, output path, disabled features (comma-separated),
+/// contract version.
+///
+/// The bundler resolves `@syncweave/plugin/world` to a module that exports
+/// the contract version being built (`export const contract = '0.2'`): the
+/// SDK's `exportPlugin` compares it with the plugin's own `contract` while
+/// componentize-js runs the entry module, and stops the build on a mismatch.
 const DRIVER: &str = r#"
-const [entry, witPath, worldName, bundlePath, outPath, disabled] = process.argv.slice(1);
+const [entry, witPath, worldName, bundlePath, outPath, disabled, contract] = process.argv.slice(1);
 async function need(name) {
   try {
     return await import(name);
@@ -55,8 +81,19 @@ async function need(name) {
 const { rolldown } = await need('rolldown');
 const { componentize } = await need('@bytecodealliance/componentize-js');
 const { writeFile } = await import('node:fs/promises');
+const WORLD = '@syncweave/plugin/world';
+const world = {
+  name: 'syncweave-world',
+  resolveId(id) {
+    return id === WORLD ? '\0' + WORLD : null;
+  },
+  load(id) {
+    return id === '\0' + WORLD ? `export const contract = ${JSON.stringify(contract)};` : null;
+  },
+};
 const bundle = await rolldown({
   input: entry,
+  plugins: [world],
   // Imports of the WIT world (and WASI) are the component's imports.
   external: [/^syncweave:/, /^wasi:/],
   platform: 'neutral',
@@ -94,6 +131,7 @@ pub fn build_js(
             ),
         });
     }
+    let contract = project.contract()?;
     let node = find_on_path("node").ok_or_else(|| BuildError::MissingTool {
         tool: "node".into(),
         problem: "it is not on PATH".into(),
@@ -103,23 +141,28 @@ pub fn build_js(
         path: std::env::temp_dir(),
         source,
     })?;
+    let wit = contract::resolve_wit(&project.wit, contract.version, scratch.path())?;
     let bundle = scratch.path().join("bundle.js");
     let tmp_out = scratch.path().join(format!("{}.wasm", project.name));
     if progress {
         eprintln!(
-            "syncweave: building JavaScript plugin {} (world {}) with rolldown and componentize-js \
-             (about 15 s)",
-            project.name, project.world
+            "syncweave: building JavaScript plugin {} (world {} of {}, contract from {}) with \
+             rolldown and componentize-js (about 15 s)",
+            project.name,
+            project.world,
+            contract.version.package(),
+            contract.source
         );
     }
     let out = Command::new(&node)
         .args(["--input-type=module", "-e", DRIVER])
         .arg(&entry)
-        .arg(&project.wit)
+        .arg(&wit)
         .arg(&project.world)
         .arg(&bundle)
         .arg(&tmp_out)
         .arg(DISABLED_FEATURES.join(","))
+        .arg(contract.version.as_str())
         .current_dir(&project.dir)
         .output()
         .map_err(|source| BuildError::Spawn {
@@ -148,16 +191,11 @@ pub fn build_js(
     if !out.status.success() || !tmp_out.is_file() {
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr);
         eprintln!("{}", text.trim_end());
-        let last = tail(&text, 4);
         return Err(BuildError::ToolFailed {
             tool: "rolldown/componentize-js".into(),
             project: project.dir.clone(),
             status: out.status.to_string(),
-            hint: if last.is_empty() {
-                String::new()
-            } else {
-                format!("; its last lines were:\n{last}")
-            },
+            hint: hint(&text, &contract),
         });
     }
     if progress && !stderr.trim().is_empty() {
@@ -173,9 +211,150 @@ pub fn build_js(
     )
 }
 
+/// The versions of the contract's interfaces an entry module imports
+/// (`syncweave:plugin/host-log@0.2.0` → `0.2.0`), deduplicated.
+fn imported_versions(output: &str) -> Vec<&str> {
+    let mut versions: Vec<&str> = output
+        .match_indices("syncweave:plugin/")
+        .filter_map(|(i, m)| {
+            let rest = &output[i + m.len()..];
+            let at = rest.find('@')?;
+            let name = &rest[..at];
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                return None;
+            }
+            let version = &rest[at + 1..];
+            let end = version
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(version.len());
+            Some(version[..end].trim_end_matches('.'))
+        })
+        .filter(|v| !v.is_empty())
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    versions
+}
+
+/// What to do about a failed build, from the tools' output.
+fn hint(output: &str, contract: &ProjectContract) -> String {
+    // The SDK's own check: the plugin's `contract` is not the world's.
+    if let Some(line) = output.lines().find_map(|l| {
+        let at = l.find("ContractError: ")?;
+        Some(l[at + "ContractError: ".len()..].trim())
+    }) {
+        return format!(
+            "; the plugin and the project disagree on the contract (the project builds against \
+             {}, from {}): {line}",
+            contract.version.package(),
+            contract.source
+        );
+    }
+    // The entry module imports the host's interfaces at another version than
+    // the world's: componentize-js cannot resolve them.
+    let want = format!("{}.0", contract.version.as_str());
+    let other: Vec<&str> = imported_versions(output)
+        .into_iter()
+        .filter(|v| *v != want)
+        .collect();
+    if !other.is_empty() {
+        let named = other
+            .iter()
+            .filter_map(|v| ContractVersion::parse(v))
+            .map(|v| v.as_str())
+            .next();
+        let fix = match named {
+            Some(v) => format!(
+                "import them @{want}, or set \"syncweave\": {{\"contract\": \"{v}\"}} in \
+                 package.json if the plugin targets {v}"
+            ),
+            None => format!("import them @{want}"),
+        };
+        return format!(
+            "; the entry module imports syncweave:plugin interfaces @{} but the project builds \
+             against {} (from {}): {fix}",
+            other.join(", @"),
+            contract.version.package(),
+            contract.source
+        );
+    }
+    let last = tail(output, 4);
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!("; its last lines were:\n{last}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn contract(version: ContractVersion) -> ProjectContract {
+        ProjectContract {
+            version,
+            source: "package.json \"syncweave\".contract".into(),
+        }
+    }
+
+    #[test]
+    fn hints_name_the_contract_fix() {
+        let c02 = contract(ContractVersion::V0_2);
+        let h = hint(
+            "file:///x/bundle.js:12\nContractError: plugin 'ns' targets contract 0.1 but ...\n",
+            &c02,
+        );
+        assert!(
+            h.starts_with(
+                "; the plugin and the project disagree on the contract (the project builds \
+                 against syncweave:plugin@0.2.0, from package.json \"syncweave\".contract): \
+                 plugin 'ns' targets contract 0.1"
+            ),
+            "{h}"
+        );
+        let h = hint(
+            "Error: Import 'syncweave:plugin/host-log@0.1.0' in the source is not defined by the world",
+            &c02,
+        );
+        assert!(
+            h.contains("imports syncweave:plugin interfaces @0.1.0"),
+            "{h}"
+        );
+        assert!(h.contains("import them @0.2.0"), "{h}");
+        assert!(h.contains("\"contract\": \"0.1\""), "{h}");
+        let h = hint("x\ny\nz\nw\nv", &c02);
+        assert_eq!(h, "; its last lines were:\n  y\n  z\n  w\n  v");
+        assert_eq!(
+            imported_versions("a syncweave:plugin/reads@0.2.0, syncweave:plugin/host-log@0.2.0."),
+            ["0.2.0"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_contract_stops_the_build_before_node() {
+        let dir = std::env::temp_dir().join(format!("sw-js-contract-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("component.js"), "").unwrap();
+        std::fs::write(
+            dir.join("package.json"),
+            r#"{"name": "p", "syncweave": {"world": "mutator", "contract": "1.0"}}"#,
+        )
+        .unwrap();
+        let project = JsProject {
+            dir: dir.clone(),
+            name: "p".into(),
+            world: "mutator".into(),
+            entry: "component.js".into(),
+            wit: dir.join("wit"),
+        };
+        let err = build_js(&project, &dir, false).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"syncweave\".contract = \"1.0\" names a plugin contract version"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_missing_entry_is_named() {

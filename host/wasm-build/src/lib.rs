@@ -8,7 +8,11 @@
 //! carries its WIT world in a custom section that wit-bindgen embedded).
 //!
 //! Python and JavaScript projects are built by [`python::build_python`] and
-//! [`js::build_js`] (componentize-py, and rolldown + componentize-js).
+//! [`js::build_js`] (componentize-py, and rolldown + componentize-js), against
+//! the version of the plugin contract the project names ([`contract`]: 0.1 or
+//! 0.2, both embedded here). Go projects are built by [`go::build_go`]
+//! (`go build` for wasip1, then wit-component with the WASI preview 1 reactor
+//! adapter).
 //!
 //! Two Rust toolchains are supported, detected in this order:
 //! - rustup with the `wasm32-unknown-unknown` target installed: plain
@@ -26,10 +30,14 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+pub mod contract;
 #[cfg(feature = "embed")]
 pub mod embed;
+pub mod go;
 pub mod js;
 pub mod python;
+
+pub use contract::ContractVersion;
 
 /// The target every guest is built for: no WASI, no libc, imports only what
 /// the plugin's world declares.
@@ -201,6 +209,19 @@ pub enum BuildError {
     },
     #[error("{project}: {detail}")]
     BadProject { project: PathBuf, detail: String },
+    #[error(
+        "{file}: {key} = {value:?} names a plugin contract version this build does not know \
+         (it knows: {known}); write one of those, e.g. {example}, or build with a syncweave \
+         release that knows {value}"
+    )]
+    UnknownContract {
+        file: PathBuf,
+        key: String,
+        value: String,
+        known: String,
+        /// How the key is written with a known version, in that file's syntax.
+        example: String,
+    },
     #[error("{tool} failed for {project} ({status}){hint}")]
     ToolFailed {
         tool: String,

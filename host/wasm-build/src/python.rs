@@ -3,10 +3,17 @@
 //! componentize-py bundles CPython, the app module and what it imports (from
 //! the project directory, the extra paths given here, and the active
 //! environment's site-packages) into one component for a WIT world.
+//!
+//! The world is taken from the contract version the project names
+//! (`[tool.syncweave] contract` in pyproject.toml, default 0.1; see
+//! [`crate::contract`]). componentize-py runs the app module while it builds,
+//! so the SDK's check that the plugin's own `contract` matches the world
+//! fails the build with its fix, which [`hint`] brings to the front.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::contract::{self, ProjectContract};
 use crate::{BuildError, BuiltComponent, Scratch, find_on_path, install_component, tail};
 
 /// The componentize-py release syncweave is tested with.
@@ -23,11 +30,22 @@ pub struct PythonProject {
     pub world: String,
     /// The module componentize-py wraps (`app` for `app.py`).
     pub app: String,
-    /// A WIT file or directory holding the world.
+    /// A WIT file or directory holding the contract. Used when it declares
+    /// the package of the project's contract version
+    /// ([`contract::python_contract`]); otherwise the build writes the
+    /// embedded contract of that version and uses it.
     pub wit: PathBuf,
     /// Directories searched for modules after the project directory (e.g. the
     /// entries of `PYTHONPATH`); site-packages come last.
     pub python_path: Vec<PathBuf>,
+}
+
+impl PythonProject {
+    /// The contract version this project is built against, and where it is
+    /// named.
+    pub fn contract(&self) -> Result<ProjectContract, BuildError> {
+        contract::python_contract(&self.dir)
+    }
 }
 
 /// componentize-py: `$SYNCWEAVE_COMPONENTIZE_PY`, else from PATH.
@@ -77,23 +95,28 @@ pub fn build_python(
             ),
         });
     }
+    let contract = project.contract()?;
     let tool = find_componentize_py()?;
     let scratch = Scratch::new("python").map_err(|source| BuildError::Write {
         path: std::env::temp_dir(),
         source,
     })?;
+    let wit = contract::resolve_wit(&project.wit, contract.version, scratch.path())?;
     let tmp_out = scratch.path().join(format!("{}.wasm", project.name));
     if progress {
         eprintln!(
-            "syncweave: building Python plugin {} (world {}) with {} (about 10 s)",
+            "syncweave: building Python plugin {} (world {} of {}, contract from {}) with {} \
+             (about 20 s)",
             project.name,
             project.world,
+            contract.version.package(),
+            contract.source,
             tool.display()
         );
     }
     let mut cmd = Command::new(&tool);
     cmd.arg("-d")
-        .arg(&project.wit)
+        .arg(&wit)
         .args(["-w", &project.world, "componentize", &project.app])
         .arg("-p")
         .arg(&project.dir);
@@ -116,7 +139,7 @@ pub fn build_python(
             tool: "componentize-py".into(),
             project: project.dir.clone(),
             status: out.status.to_string(),
-            hint: hint(&text),
+            hint: hint(&text, &contract),
         });
     }
     install_component(
@@ -129,7 +152,19 @@ pub fn build_python(
 }
 
 /// What to do about the failures users hit most.
-fn hint(output: &str) -> String {
+fn hint(output: &str, contract: &ProjectContract) -> String {
+    // The SDK's own check: the plugin's `contract` is not the world's.
+    if let Some(line) = output.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("syncweave_plugin.contract.ContractError: ")
+    }) {
+        return format!(
+            "; the plugin and the project disagree on the contract (the project builds against \
+             {}, from {}): {line}",
+            contract.version.package(),
+            contract.source
+        );
+    }
     if output.contains("No module named 'syncweave_plugin'") {
         return "; the syncweave Python SDK is not installed: \
                 `python3 -m pip install <syncweave checkout>/sdk/python` (in the environment \
@@ -155,8 +190,35 @@ fn hint(output: &str) -> String {
 mod tests {
     use super::*;
 
+    fn v01() -> ProjectContract {
+        ProjectContract {
+            version: contract::ContractVersion::V0_1,
+            source: "default".into(),
+        }
+    }
+
+    #[test]
+    fn a_contract_mismatch_is_the_hint() {
+        let out = "Traceback (most recent call last):\n  File \"/0/app.py\", line 8\n\
+                   syncweave_plugin.contract.ContractError: NamespaceLabels targets contract 0.2 \
+                   (its contract attribute) but this component is being built against \
+                   syncweave:plugin@0.1.0: set contract = \"0.2\" under [tool.syncweave]\n\n\
+                   Caused by:\n    ContractError: NamespaceLabels targets contract 0.2\n";
+        let h = hint(out, &v01());
+        assert!(
+            h.starts_with(
+                "; the plugin and the project disagree on the contract (the project builds \
+                 against syncweave:plugin@0.1.0, from default): NamespaceLabels targets"
+            ),
+            "{h}"
+        );
+        assert!(h.contains("under [tool.syncweave]"), "{h}");
+    }
+
     #[test]
     fn hints_name_the_fix() {
+        let v01 = v01();
+        let hint = |out: &str| hint(out, &v01);
         let h = hint("Traceback...\nModuleNotFoundError: No module named 'syncweave_plugin'\n");
         assert!(
             h.contains("pip install <syncweave checkout>/sdk/python"),
@@ -185,6 +247,30 @@ mod tests {
         };
         let err = build_python(&project, &dir, false).unwrap_err();
         assert!(err.to_string().contains("[tool.syncweave] app"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unknown_contract_stops_the_build_before_componentize_py() {
+        let dir = std::env::temp_dir().join(format!("sw-py-contract-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("app.py"), "").unwrap();
+        std::fs::write(
+            dir.join("pyproject.toml"),
+            "[tool.syncweave]\nworld = \"mutator\"\ncontract = \"0.7\"\n",
+        )
+        .unwrap();
+        let project = PythonProject {
+            dir: dir.clone(),
+            name: "p".into(),
+            world: "mutator".into(),
+            app: "app".into(),
+            wit: dir.join("wit"),
+            python_path: vec![],
+        };
+        let err = build_python(&project, &dir, false).unwrap_err();
+        assert!(matches!(err, BuildError::UnknownContract { .. }), "{err}");
+        assert!(err.to_string().contains("contract = \"0.7\""), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

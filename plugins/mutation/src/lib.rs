@@ -126,7 +126,54 @@ fn compiled_rules(
     Ok(compiled)
 }
 
-syncweave_plugin::mutator!(Mutation);
+/// Contract 0.2: the same rules, and templates and CEL see the context values of
+/// earlier chain steps (`.Context.<key>`, `context["<key>"]`). The 0.1 trait above
+/// stays for the unit tests and gives the info; the component exports 0.2.
+impl syncweave_plugin::v2::Mutator for Mutation {
+    fn info() -> syncweave_plugin::v2::PluginInfo {
+        let info: syncweave_plugin::v2::PluginInfo = <Mutation as Mutator>::info().into();
+        info.example(
+            syncweave_plugin::v2::Fixture::new(
+                "a template and CEL read a context value an earlier step set",
+                json!([
+                    {"template": {"path": "metadata.labels.tenant", "template": "{{ .Context.tenant }}"}},
+                    {"cel": {"path": "spec.tier", "expression": "context.tier + \"-\" + self.metadata.name"}}
+                ]),
+                json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                       "metadata": {"name": "demo", "namespace": "default"}, "spec": {}}),
+            )
+            .value("tenant", "acme")
+            .value("tier", "gold")
+            .expect(json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                           "metadata": {"name": "demo", "namespace": "default", "labels": {"tenant": "acme"}},
+                           "spec": {"tier": "gold-demo"}})),
+        )
+    }
+
+    fn validate_config(config: &Value) -> Result<(), String> {
+        <Mutation as Mutator>::validate_config(config)
+    }
+
+    fn mutate(
+        ctx: &syncweave_plugin::v2::Context,
+        config: &Value,
+        object: &mut Object<'_>,
+        other: Option<&Object<'_>>,
+        _report: &mut syncweave_plugin::v2::Report,
+    ) -> Result<(), PluginError> {
+        let compiled = compiled_rules(config, ctx.direction)?;
+        let mut context = syncweave_plugin::serde_json::Map::new();
+        for (k, v) in &ctx.values {
+            let v: Value = syncweave_plugin::serde_json::from_str(v).map_err(|e| {
+                PluginError::InvalidInput(format!("context value {k:?} is not JSON: {e}"))
+            })?;
+            context.insert(k.clone(), v);
+        }
+        rules::apply_in(&compiled, object, other, &Value::Object(context))
+    }
+}
+
+syncweave_plugin::v2::mutator!(Mutation);
 
 #[cfg(test)]
 mod tests;

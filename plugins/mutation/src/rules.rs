@@ -201,6 +201,17 @@ pub fn apply(
     object: &mut Object<'_>,
     other: Option<&Object<'_>>,
 ) -> Result<(), PluginError> {
+    apply_in(rules, object, other, &Value::Object(Default::default()))
+}
+
+/// [`apply`] with the context values of earlier chain steps (contract 0.2): a JSON
+/// object by key, `.Context` in templates and `context` in CEL.
+pub fn apply_in(
+    rules: &[Rule],
+    object: &mut Object<'_>,
+    other: Option<&Object<'_>>,
+    context: &Value,
+) -> Result<(), PluginError> {
     // Templates and CEL see the other object whole; build it once, if needed.
     let other_value = OnceCell::new();
     let other = || {
@@ -209,7 +220,7 @@ pub fn apply(
             .as_ref()
     };
     for rule in rules {
-        apply_rule(rule, object, &other)?;
+        apply_rule(rule, object, &other, context)?;
     }
     Ok(())
 }
@@ -226,6 +237,7 @@ fn apply_rule<'o>(
     rule: &Rule,
     object: &mut Object<'_>,
     other: &impl Fn() -> Option<&'o Value>,
+    context: &Value,
 ) -> Result<(), PluginError> {
     match &rule.action {
         Action::Delete => {
@@ -267,6 +279,8 @@ fn apply_rule<'o>(
                             gotmpl::Value::from_json,
                         ),
                     ),
+                    // syncweave: values set by earlier steps of the chain.
+                    ("Context".to_string(), gotmpl::Value::from_json(context)),
                 ],
             );
             let opts = gotmpl::ExecOptions {
@@ -298,6 +312,7 @@ fn apply_rule<'o>(
                 "other",
                 other().map_or(cel::Value::Null, |o| to_cel(o, false)),
             );
+            ctx.add_variable_from_value("context", to_cel(context, false));
             let out = program.execute(&ctx).map_err(|e| {
                 PluginError::InvalidInput(format!(
                     "{}: failed to evaluate CEL expression: {e}",

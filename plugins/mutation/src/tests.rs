@@ -392,3 +392,33 @@ fn config_errors_name_the_rule() {
 fn examples_hold() {
     assert_eq!(testing::check_mutator_examples::<Mutation>(), Ok(1));
 }
+
+#[test]
+fn templates_and_cel_read_context_values_of_earlier_steps() {
+    use syncweave_plugin::testing::v2::{self as t, Env};
+    let config = json!([
+        {"template": {"path": "metadata.labels.tenant", "template": "{{ .Context.tenant }}"}},
+        {"cel": {"path": "spec.size", "expression": "context.size * 2"}}
+    ]);
+    let env = Env::new().value("tenant", "acme").value("size", 21);
+    let out = t::mutate::<Mutation>(&env, &config, &json!({"metadata": {"name": "x"}}), None)
+        .unwrap();
+    assert_eq!(out.output["metadata"]["labels"]["tenant"], "acme");
+    assert_eq!(out.output["spec"]["size"], 42);
+    // Without values, `.Context.tenant` is empty, as a missing key of a map.
+    let out = t::mutate::<Mutation>(&Env::new(), &json!([config[0]]), &json!({}), None);
+    assert_eq!(out.unwrap().output["metadata"]["labels"]["tenant"], "");
+}
+
+#[test]
+fn every_example_holds_under_contract_0_2() {
+    use syncweave_plugin::testing::v2::{self as t, Env};
+    for ex in <Mutation as syncweave_plugin::v2::Mutator>::info().examples {
+        let env = Env::for_example(&ex);
+        let out = t::mutate::<Mutation>(&env, &ex.config, &ex.input, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", ex.name));
+        if let Some(want) = &ex.expected {
+            assert_eq!(&out.output, want, "{}", ex.name);
+        }
+    }
+}

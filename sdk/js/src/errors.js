@@ -47,6 +47,56 @@ export class Internal extends PluginError {
 }
 
 /**
+ * A read (contract 0.2, `reads`) that the host did not answer. `kind` is the WIT variant
+ * of `read-error`; `detail` is the host's message, `read` the read that failed. Catch it
+ * (or a subclass) to handle the failure; left uncaught, the call fails as `internal` with
+ * the read and the host's message.
+ */
+export class ReadError extends PluginError {
+  /**
+   * @param {string} detail
+   * @param {string} [read]
+   */
+  constructor(detail, read = '') {
+    super(`${read ? `${read}: ` : ''}${new.target.kind}: ${detail}`);
+    this.detail = detail;
+    this.read = read;
+  }
+
+  /** @returns {'not-allowed'|'not-served'|'unavailable'|'invalid'} */
+  get kind() {
+    return /** @type {any} */ (this.constructor).kind;
+  }
+
+  static kind = 'read-error';
+}
+
+/** The read is not declared in the plugin's reads or not allowed by its WasmPlugin or PublishedResource. */
+export class ReadNotAllowed extends ReadError {
+  static kind = 'not-allowed';
+}
+
+/** The API server does not serve that resource. */
+export class ReadNotServed extends ReadError {
+  static kind = 'not-served';
+}
+
+/** The host could not read it now (its cache is not synced, the server does not answer); the call may be retried. */
+export class ReadUnavailable extends ReadError {
+  static kind = 'unavailable';
+}
+
+/** The request itself is malformed (e.g. a bad label selector). */
+export class ReadInvalid extends ReadError {
+  static kind = 'invalid';
+}
+
+/** The error class for each `read-error` variant name. */
+export const READ_ERRORS = Object.freeze(
+  Object.fromEntries([ReadNotAllowed, ReadNotServed, ReadUnavailable, ReadInvalid].map((cls) => [cls.kind, cls])),
+);
+
+/**
  * The error class for a WIT variant name.
  * @param {string} tag
  * @param {string} message

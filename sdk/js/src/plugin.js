@@ -17,10 +17,29 @@
 //     },
 //   });
 //
+// Contract 0.2 (wit/v0.2/plugin.wit) is opt-in: `contract: '0.2'` in the definition (and
+// "contract": "0.2" in package.json's "syncweave" section). The plugin may then declare
+// `reads` and read other objects with `reads`, report Events, conditions and context values
+// with `report`, and read the values earlier chain steps set in ctx.values:
+//
+//   const NAMESPACES = Resource.core('v1', 'namespaces');
+//   export default defineMutator({
+//     name: 'namespace-labels',
+//     contract: '0.2',
+//     reads: [{ side: Side.KCP, resource: NAMESPACES, purpose: "copies the labels of the object's Namespace" }],
+//     mutate(ctx, cfg, obj) {
+//       const ns = reads.get(Side.KCP, NAMESPACES, obj.getNamespace());
+//       if (!ns) report.warning('NamespaceMissing', `namespace ${obj.getNamespace()} not found`);
+//       else for (const [k, v] of Object.entries(ns.labels())) obj.setLabel(k, v);
+//     },
+//   });
+//
 // Configs: the host passes the config as JSON text; the SDK parses it (an absent or empty
 // config is null) and hands it to parseConfig, whose result is what the role function
 // receives as `config`. validateConfig (the contract's validate-config) calls parseConfig
 // too, so one function checks a config everywhere. Throw InvalidConfig naming the field.
+
+import { check, normalize } from './contract.js';
 
 const ROLE_FUNCTION = { mutator: 'mutate', namer: 'nameObject', projector: 'project', renderer: 'render' };
 export const WORLDS = Object.freeze(Object.keys(ROLE_FUNCTION));
@@ -28,12 +47,15 @@ export const WORLDS = Object.freeze(Object.keys(ROLE_FUNCTION));
 /**
  * @typedef {object} PluginSpec
  * @property {string} name the plugin's name in describe() (the host shows it in errors)
+ * @property {'0.1'|'0.2'} [contract] the plugin contract version it targets; default 0.1
  * @property {string} [version] default 0.1.0
  * @property {string} [description]
  * @property {object} [configSchema] JSON Schema of the config, published in describe()
  * @property {import('./types.js').Example[]} [examples] worked examples
  * @property {(config: any) => any} [parseConfig] checks the parsed config, returns what the role function gets
  * @property {(config: any) => void} [validateConfig] default: parseConfig
+ * @property {import('./types.js').ReadDeclaration[]} [reads] contract 0.2: every kind of
+ *   object the plugin may read, published by describe()
  */
 
 function define(world, spec) {
@@ -47,11 +69,14 @@ function define(world, spec) {
     description: '',
     configSchema: undefined,
     examples: [],
+    reads: [],
     ...spec,
+    contract: normalize(spec.contract ?? '0.1', `contract of plugin '${spec.name}'`),
     world,
     parseConfig,
     validateConfig: spec.validateConfig ?? ((config) => void parseConfig.call(plugin, config)),
   };
+  check(plugin);
   return Object.freeze(plugin);
 }
 

@@ -36,6 +36,11 @@
 //! Helpers: [`Object`] (the object a mutator edits, parsed only as far as it is used),
 //! [`path`] (gjson/sjson-style paths), [`patch`] (JSON merge patch and JSON
 //! patch), [`log`] (host logging) and [`testing`] (run a plugin natively in unit tests).
+//!
+//! The traits and macros at the crate root build components for contract 0.1
+//! (`syncweave:plugin@0.1.0`). Contract 0.2 adds reads of other objects, a report of
+//! results and conditions beside the output, and context values along a mutation chain:
+//! opt in with the traits and macros of [`v2`].
 
 extern crate self as syncweave_plugin;
 
@@ -43,8 +48,14 @@ pub mod log;
 mod object;
 pub mod patch;
 pub mod path;
+/// The host's own label-selector parser and report checks (std only), so that the
+/// test harness decides exactly as the host does.
+#[allow(dead_code)]
+#[path = "../../../host/runtime/src/rules.rs"]
+mod rules;
 pub mod testing;
 mod types;
+pub mod v2;
 
 pub use object::{Object, ObjectError};
 pub use serde_json::{self, Value, json};
@@ -517,5 +528,139 @@ pub mod __private {
             .iter()
             .map(Value::to_string)
             .collect())
+    }
+
+    /// The 0.2 adapters: the same conversions, plus the report.
+    pub mod v2 {
+        use super::{config, parse_input, parse_object};
+        use crate::v2::{self, Context, Report, Resource, Side};
+        use crate::{ObjectName, PluginError, Value};
+
+        /// The 0.2 plugin-info with JSON already serialised.
+        pub struct RawInfo {
+            pub name: String,
+            pub version: String,
+            pub description: String,
+            pub config_schema: Option<String>,
+            pub examples: Vec<RawFixture>,
+            /// (side, resource, purpose).
+            pub reads: Vec<(Side, Resource, String)>,
+        }
+
+        pub struct RawFixture {
+            pub name: String,
+            pub config: String,
+            pub input: String,
+            pub expected: Option<String>,
+            /// (side, resource, objects as JSON).
+            pub reads: Vec<(Side, Resource, Vec<String>)>,
+            /// (key, JSON value).
+            pub values: Vec<(String, String)>,
+        }
+
+        impl From<v2::PluginInfo> for RawInfo {
+            fn from(info: v2::PluginInfo) -> Self {
+                RawInfo {
+                    name: info.name,
+                    version: info.version,
+                    description: info.description,
+                    config_schema: info.config_schema.map(|s| s.to_string()),
+                    examples: info
+                        .examples
+                        .into_iter()
+                        .map(|f| RawFixture {
+                            name: f.name,
+                            config: f.config.to_string(),
+                            input: f.input.to_string(),
+                            expected: f.expected.map(|e| e.to_string()),
+                            reads: f
+                                .reads
+                                .into_iter()
+                                .map(|r| {
+                                    let objects = r.objects.iter().map(Value::to_string).collect();
+                                    (r.side, r.resource, objects)
+                                })
+                                .collect(),
+                            values: f
+                                .values
+                                .into_iter()
+                                .map(|(k, v)| (k, v.to_string()))
+                                .collect(),
+                        })
+                        .collect(),
+                    reads: info
+                        .reads
+                        .into_iter()
+                        .map(|d| (d.side, d.resource, d.purpose))
+                        .collect(),
+                }
+            }
+        }
+
+        /// The report with JSON already serialised.
+        #[derive(Debug, Default, PartialEq)]
+        pub struct RawReport {
+            /// (is a warning, reason, message).
+            pub results: Vec<(bool, String, String)>,
+            /// (type, status, reason, message).
+            pub conditions: Vec<(String, String, String, String)>,
+            /// (key, JSON value).
+            pub set_context: Vec<(String, String)>,
+        }
+
+        pub fn mutate<P: v2::Mutator>(
+            ctx: &Context,
+            config_json: &str,
+            object: &str,
+            other: Option<&str>,
+        ) -> Result<(String, RawReport), PluginError> {
+            let config = config(config_json)?;
+            let mut object = parse_object("object", object)?;
+            let other = other.map(|o| parse_object("other object", o)).transpose()?;
+            let mut report = Report::default();
+            P::mutate(ctx, &config, &mut object, other.as_ref(), &mut report)?;
+            for (what, obj) in [("object", Some(&object)), ("other object", other.as_ref())] {
+                if let Some(err) = obj.and_then(crate::Object::error) {
+                    return Err(PluginError::InvalidInput(format!(
+                        "the {what} is not valid JSON: {err}"
+                    )));
+                }
+            }
+            Ok((object.to_json(), report.into_raw()))
+        }
+
+        pub fn name<P: v2::Namer>(
+            ctx: &Context,
+            config_json: &str,
+            object: &str,
+        ) -> Result<(ObjectName, RawReport), PluginError> {
+            let config = config(config_json)?;
+            let object = parse_input("object", object)?;
+            let mut report = Report::default();
+            let name = P::name(ctx, &config, &object, &mut report)?;
+            Ok((name, report.into_raw()))
+        }
+
+        pub fn project<P: v2::Projector>(config_json: &str, crd: &str) -> Result<String, PluginError> {
+            let config = config(config_json)?;
+            let crd = parse_input("CRD", crd)?;
+            Ok(P::project(&config, crd)?.to_string())
+        }
+
+        pub fn render<P: v2::Renderer>(
+            ctx: &Context,
+            config_json: &str,
+            template: &str,
+            values: &str,
+        ) -> Result<(Vec<String>, RawReport), PluginError> {
+            let config = config(config_json)?;
+            let values = parse_input("values", values)?;
+            let mut report = Report::default();
+            let docs = P::render(ctx, &config, template, &values, &mut report)?
+                .iter()
+                .map(Value::to_string)
+                .collect();
+            Ok((docs, report.into_raw()))
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Run a plugin natively, through the same JSON-string adapters the component
-//! exports use, so unit tests exercise exactly what the host will call.
+//! exports use, so unit tests exercise exactly what the host will call. 0.2 plugins
+//! (reads, reports, context values) run through [`v2`].
 //!
 //! ```no_run
 //! # use syncweave_plugin::{Context, Mutator, Object, PluginError, PluginInfo, Value};
@@ -16,6 +17,8 @@
 use crate::{
     Context, Fixture, Mutator, Namer, ObjectName, PluginError, Projector, Renderer, Value,
 };
+
+pub mod v2;
 
 /// Calls the plugin's `mutate` export with JSON text, as the host would.
 pub fn mutate<P: Mutator>(

@@ -6,13 +6,16 @@ use std::sync::OnceLock;
 
 use syncweave_runtime::build::{BuildOptions, BuiltComponent, build_crate};
 
-pub const TEST_PLUGINS: [&str; 6] = [
+pub const TEST_PLUGINS: [&str; 9] = [
     "test-echo",
     "test-hostile",
     "test-namer",
     "test-projector",
     "test-renderer",
     "test-meta-only",
+    "test-reader",
+    "test-namer-v2",
+    "test-sdk-renderer-v2",
 ];
 
 pub fn repo() -> PathBuf {

@@ -87,6 +87,10 @@ struct Call {
     input: String,
     template: Option<String>,
     label: String,
+    /// Contract 0.2: the worked example's read fixtures (served from memory,
+    /// as the agent serves reads from its caches) and context values.
+    reads: Option<std::sync::Arc<dyn syncweave_runtime::ReadHost>>,
+    values: Vec<(String, String)>,
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -220,7 +224,7 @@ fn what_to_call(plugin: &Plugin, args: &BenchArgs, builtin: bool) -> anyhow::Res
                 )
             })
     };
-    let (config, input, label) = match (builtin, &args.input) {
+    let (config, input, label, fixtures, values) = match (builtin, &args.input) {
         (false, Some(path)) => (
             match &args.config {
                 Some(c) => super::read_document(c, "config")?,
@@ -228,6 +232,8 @@ fn what_to_call(plugin: &Plugin, args: &BenchArgs, builtin: bool) -> anyhow::Res
             },
             super::read_document(path, "input")?,
             path.display().to_string(),
+            Vec::new(),
+            Vec::new(),
         ),
         _ => {
             let ex = example()?;
@@ -235,8 +241,20 @@ fn what_to_call(plugin: &Plugin, args: &BenchArgs, builtin: bool) -> anyhow::Res
                 (Some(c), false) => super::read_document(c, "config")?,
                 _ => ex.config,
             };
-            (config, ex.input, format!("example {:?}", ex.name))
+            (
+                config,
+                ex.input,
+                format!("example {:?}", ex.name),
+                ex.reads,
+                ex.values,
+            )
         }
+    };
+    let reads = if fixtures.is_empty() {
+        None
+    } else {
+        let f = syncweave_runtime::FixtureReads::new(&fixtures).map_err(|e| anyhow::anyhow!(e))?;
+        Some(std::sync::Arc::new(f) as std::sync::Arc<dyn syncweave_runtime::ReadHost>)
     };
     let template = match plugin.world() {
         World::Renderer if builtin => {
@@ -260,6 +278,8 @@ fn what_to_call(plugin: &Plugin, args: &BenchArgs, builtin: bool) -> anyhow::Res
         input,
         template,
         label,
+        reads,
+        values,
     })
 }
 
@@ -277,18 +297,24 @@ fn time_calls(
         direction: Direction::KcpToService,
         owner: "bench".into(),
     };
+    let env = syncweave_runtime::CallEnv {
+        reads: call.reads.clone(),
+        values: &call.values,
+        ..Default::default()
+    };
     let once = || -> Result<(), syncweave_runtime::PluginFailure> {
         match plugin.world() {
             World::Mutator => plugin
-                .mutate(&ctx, &call.config, &call.input, None)
+                .mutate_with(&ctx, &env, &call.config, &call.input, None)
                 .map(drop),
             World::Namer => plugin
-                .name_object(&ctx, &call.config, &call.input)
+                .name_object_with(&ctx, &env, &call.config, &call.input)
                 .map(drop),
             World::Projector => plugin.project(&call.config, &call.input).map(drop),
             World::Renderer => plugin
-                .render(
+                .render_with(
                     &ctx,
+                    &env,
                     &call.config,
                     call.template.as_deref().unwrap_or_default(),
                     &call.input,

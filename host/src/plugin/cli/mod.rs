@@ -4,6 +4,7 @@ mod bench;
 mod new;
 mod project;
 mod push;
+pub mod render;
 mod replay;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,17 +19,19 @@ use crate::plugin::fetch::{FetchContext, FetchOptions, Location, PluginRef};
 
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Create a plugin project in Rust, Python or JavaScript that builds with
+    /// Create a plugin project in Rust, Python, JavaScript or Go that builds with
     /// `plugin build` and passes `plugin test --examples` and its own tests as
     /// it is.
     New(new::NewArgs),
     /// Build plugin projects into Wasm components (<out>/<name>.wasm): Rust
-    /// crates (cargo), Python projects (componentize-py) and JavaScript
-    /// projects (rolldown + componentize-js).
+    /// crates (cargo), Python projects (componentize-py), JavaScript
+    /// projects (rolldown + componentize-js) and Go modules (go build for
+    /// wasip1, then the WASI preview 1 adapter).
     Build {
         /// Plugin projects, crates or guest workspaces (default: current
         /// directory). The language is detected: Cargo.toml → Rust,
-        /// package.json → JavaScript, pyproject.toml or app.py → Python.
+        /// package.json → JavaScript, pyproject.toml or app.py → Python,
+        /// go.mod → Go.
         #[arg(default_value = ".")]
         paths: Vec<PathBuf>,
         /// The projects' language, when detection is ambiguous.
@@ -246,6 +249,7 @@ fn build(
                     .with_context(|| format!("building plugin crate {}", path.display()))?
             }
             Lang::Python | Lang::Js => vec![build_other(path, lang, &out_dir)?],
+            Lang::Go => vec![build_go(path, &out_dir)?],
         };
         for c in built {
             println!(
@@ -273,7 +277,9 @@ fn build_other(
     let info = match lang {
         project::Lang::Python => project::python_project(&dir)?,
         project::Lang::Js => project::js_project(&dir)?,
-        project::Lang::Rust => unreachable!("Rust crates are built by build_crate"),
+        project::Lang::Rust | project::Lang::Go => {
+            unreachable!("Rust crates and Go modules have builders of their own")
+        }
     };
     // The tools read WIT from disk: give them the contract this binary speaks.
     let scratch = std::env::temp_dir().join(format!("syncweave-wit-{}", std::process::id()));
@@ -315,6 +321,18 @@ fn build_other(
             path.display()
         )
     })
+}
+
+/// Builds a Go module: the world and contract come from the role package its
+/// main package imports (see `syncweave_runtime::build::go`).
+fn build_go(path: &Path, out_dir: &Path) -> anyhow::Result<syncweave_runtime::BuiltComponent> {
+    use syncweave_runtime::build::go;
+    let dir = path
+        .canonicalize()
+        .with_context(|| format!("{}: no such project directory", path.display()))?;
+    let project = go::go_project(&dir)?;
+    go::build_go(&project, out_dir, true)
+        .with_context(|| format!("building Go plugin project {}", path.display()))
 }
 
 /// `<repo>/target/plugins` when `crate_path` lies inside a syncweave checkout
@@ -388,6 +406,7 @@ fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
         let doc = json!({
             "name": plugin.name(),
             "world": plugin.world().as_str(),
+            "contract": plugin.contract_version().as_str(),
             "digest": plugin.digest(),
             "size": plugin.size(),
             "imports": plugin.imports(),
@@ -399,6 +418,10 @@ fn inspect(plugin: &Plugin, as_json: bool) -> anyhow::Result<()> {
     }
     println!("plugin:      {}", plugin.name());
     println!("world:       {}", plugin.world());
+    println!(
+        "contract:    syncweave:plugin@{}",
+        plugin.contract_version()
+    );
     println!("digest:      {}", plugin.digest());
     println!("size:        {} bytes", plugin.size());
     println!("exports:");

@@ -1,4 +1,4 @@
-//! `syncweave plugin new`: a plugin project, in Rust, Python or JavaScript,
+//! `syncweave plugin new`: a plugin project, in Rust, Python, JavaScript or Go,
 //! that builds with `plugin build` and passes `plugin test --examples` and its
 //! own unit tests as it is written.
 //!
@@ -40,7 +40,7 @@ impl Kind {
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// The plugin's name: lower-case letters, digits and '-', starting with a
-    /// letter (it becomes the crate, PyPI or npm package name and the
+    /// letter (it becomes the crate, PyPI or npm package or Go module name and the
     /// component's file name).
     pub name: String,
     /// The language to write the plugin in.
@@ -94,6 +94,7 @@ pub fn run(args: NewArgs) -> anyhow::Result<()> {
             println!("  npm install");
             println!("  npm test");
         }
+        Lang::Go => println!("  go test ./..."),
     }
     // --out: inside a checkout the default is the checkout's target/plugins.
     println!("  syncweave plugin build . --out target/plugins");
@@ -109,6 +110,7 @@ fn lang_name(lang: Lang) -> &'static str {
         Lang::Rust => "Rust",
         Lang::Python => "Python",
         Lang::Js => "JavaScript",
+        Lang::Go => "Go",
     }
 }
 
@@ -213,7 +215,7 @@ fn check_target(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// A syncweave checkout: the contract and all three SDKs.
+/// A syncweave checkout: the contract and all four SDKs.
 fn is_checkout(dir: &Path) -> bool {
     checkout_missing(dir).is_empty()
 }
@@ -224,6 +226,7 @@ fn checkout_missing(dir: &Path) -> Vec<&'static str> {
         "sdk/rust/Cargo.toml",
         "sdk/python/pyproject.toml",
         "sdk/js/package.json",
+        "sdk/go/go.mod",
     ]
     .into_iter()
     .filter(|f| !dir.join(f).is_file())
@@ -258,7 +261,7 @@ fn find_checkout(explicit: Option<&Path>, target: &Path) -> anyhow::Result<PathB
                 .ok_or_else(|| {
                     anyhow::anyhow!(
                         "no syncweave checkout found for the SDK (the project depends on its \
-                         sdk/rust, sdk/python or sdk/js): pass --repo <path to a clone of the \
+                         sdk/rust, sdk/python, sdk/js or sdk/go): pass --repo <path to a clone of the \
                          syncweave repository> (or set SYNCWEAVE_REPO)"
                     )
                 })?
@@ -362,6 +365,10 @@ fn render(lang: Lang, kind: Kind, name: &str, repo: &Path) -> anyhow::Result<Vec
         (Lang::Js, Kind::Namer) => ("defineNamer", "nameObject"),
         (Lang::Js, Kind::Projector) => ("defineProjector", "project"),
         (Lang::Js, Kind::Renderer) => ("defineRenderer", "render"),
+        (Lang::Go, Kind::Mutator) => ("Plugin", "Mutate"),
+        (Lang::Go, Kind::Namer) => ("Plugin", "Name"),
+        (Lang::Go, Kind::Projector) => ("Plugin", "Project"),
+        (Lang::Go, Kind::Renderer) => ("Plugin", "Render"),
         (_, Kind::Mutator) => ("Mutator", "mutate"),
         (Lang::Python, Kind::Namer) => ("Namer", "name_object"),
         (_, Kind::Namer) => ("Namer", "name"),
@@ -397,6 +404,7 @@ fn render(lang: Lang, kind: Kind, name: &str, repo: &Path) -> anyhow::Result<Vec
         ("sdk_python_url", file_url(&sdk("python"))),
         ("sdk_js", sdk("js").display().to_string()),
         ("sdk_js_spec", format!("file:{}", sdk("js").display())),
+        ("sdk_go", sdk("go").display().to_string()),
     ];
     let t = |text: &str| fill(text, &vars);
     let mut files: Vec<File> = match lang {
@@ -506,6 +514,39 @@ fn render(lang: Lang, kind: Kind, name: &str, repo: &Path) -> anyhow::Result<Vec
                 ),
             ]
         }
+        Lang::Go => {
+            let (plugin, test) = match kind {
+                Kind::Mutator => (
+                    include_str!("templates/go/mutator.go"),
+                    include_str!("templates/go/test_mutator.go"),
+                ),
+                Kind::Namer => (
+                    include_str!("templates/go/namer.go"),
+                    include_str!("templates/go/test_namer.go"),
+                ),
+                Kind::Projector => (
+                    include_str!("templates/go/projector.go"),
+                    include_str!("templates/go/test_projector.go"),
+                ),
+                Kind::Renderer => (
+                    include_str!("templates/go/renderer.go"),
+                    include_str!("templates/go/test_renderer.go"),
+                ),
+            };
+            vec![
+                ("go.mod".into(), t(include_str!("templates/go/go.mod"))),
+                ("plugin.go".into(), t(plugin)),
+                ("plugin_test.go".into(), t(test)),
+                (
+                    "README.md".into(),
+                    t(include_str!("templates/go/README.md")),
+                ),
+                (
+                    ".gitignore".into(),
+                    include_str!("templates/go/gitignore").into(),
+                ),
+            ]
+        }
     };
     files.extend(testdata(kind));
     // A placeholder the templates use but no variable fills is a bug here.
@@ -608,7 +649,7 @@ mod tests {
     #[test]
     fn every_template_renders_completely() {
         let repo = repo();
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             for kind in [Kind::Mutator, Kind::Namer, Kind::Projector, Kind::Renderer] {
                 let files = render(lang, kind, "my-plugin", &repo).unwrap();
                 let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
@@ -682,6 +723,11 @@ mod tests {
         assert!(
             rust.contains(&format!("\nversion = \"{version}\"\n")),
             "{rust}"
+        );
+        let go = std::fs::read_to_string(repo.join("sdk/go/plugin/doc.go")).unwrap();
+        assert!(
+            go.contains(&format!("\nconst Version = \"{version}\"\n")),
+            "{go}"
         );
     }
 

@@ -35,6 +35,7 @@ pub enum Lang {
     Rust,
     Python,
     Js,
+    Go,
 }
 
 impl Lang {
@@ -43,12 +44,13 @@ impl Lang {
             Lang::Rust => "rust",
             Lang::Python => "python",
             Lang::Js => "js",
+            Lang::Go => "go",
         }
     }
 }
 
 /// Which language the project at `dir` is written in: Cargo.toml → Rust,
-/// package.json → JavaScript, pyproject.toml or app.py → Python.
+/// package.json → JavaScript, pyproject.toml or app.py → Python, go.mod → Go.
 pub(crate) fn detect(dir: &Path) -> anyhow::Result<Lang> {
     if dir.is_file() && dir.file_name().is_some_and(|n| n == "Cargo.toml") {
         return Ok(Lang::Rust);
@@ -64,6 +66,7 @@ pub(crate) fn detect(dir: &Path) -> anyhow::Result<Lang> {
         ("package.json", Lang::Js),
         ("pyproject.toml", Lang::Python),
         ("app.py", Lang::Python),
+        ("go.mod", Lang::Go),
     ]
     .into_iter()
     .filter(|(file, _)| dir.join(file).is_file())
@@ -71,8 +74,8 @@ pub(crate) fn detect(dir: &Path) -> anyhow::Result<Lang> {
     .collect();
     match found.first() {
         None => anyhow::bail!(
-            "{}: not a plugin project (no Cargo.toml, package.json or pyproject.toml); \
-             create one with `syncweave plugin new NAME --lang rust|python|js --kind KIND`",
+            "{}: not a plugin project (no Cargo.toml, package.json, pyproject.toml or go.mod); \
+             create one with `syncweave plugin new NAME --lang rust|python|js|go --kind KIND`",
             dir.display()
         ),
         Some(first) if found.iter().any(|l| l != first) => anyhow::bail!(
@@ -121,6 +124,10 @@ struct SyncweaveTable {
     app: Option<String>,
     entry: Option<String>,
     name: Option<String>,
+    /// The contract version (`0.1` or `0.2`); read and checked by the
+    /// builder (`syncweave_wasm_build::contract`), accepted here.
+    #[allow(dead_code)]
+    contract: Option<String>,
 }
 
 fn check_world(world: Option<String>, file: &Path, key: &str) -> anyhow::Result<String> {
@@ -283,6 +290,9 @@ mod tests {
         assert!(err.contains("--lang"), "{err}");
         std::fs::remove_file(d.join("app.py")).unwrap();
         assert_eq!(detect(&d).unwrap(), Lang::Js);
+        std::fs::remove_file(d.join("package.json")).unwrap();
+        std::fs::write(d.join("go.mod"), "module p\n").unwrap();
+        assert_eq!(detect(&d).unwrap(), Lang::Go);
         assert!(detect(&d.join("nope")).is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }

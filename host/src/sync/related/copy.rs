@@ -131,9 +131,11 @@ impl RelatedPass<'_> {
                     &projected
                 }
             };
-            m.mutate_spec(&self.origin, &mut source, Some(other))
+            let reports = m
+                .mutate_spec(&self.origin, &mut source, Some(other))
                 .await
                 .map_err(|e| config_err(&field, format!("mutation: {e}")))?;
+            self.reported(reports);
             if !source["metadata"].is_object() {
                 return Err(config_err(
                     &field,

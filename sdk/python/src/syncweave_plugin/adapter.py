@@ -3,18 +3,25 @@
 The component exports (:mod:`syncweave_plugin.component`) and the local harness
 (:mod:`syncweave_plugin.testing`) both go through these functions, so a unit test
 exercises exactly what the host calls. Not needed in plugin code.
+
+Every role function checks the plugin against its contract version
+(:func:`syncweave_plugin.contract.check`), opens the call that
+:mod:`~syncweave_plugin.reads` and :mod:`~syncweave_plugin.report` use, and returns
+``(output, report)``; under contract 0.1 the report is always empty.
 """
 
 from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Callable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
 
+from . import _call, contract
+from .contract import ContractError
 from .errors import Internal, InvalidConfig, InvalidInput, PluginError
 from .objects import Object
 from .plugin import Mutator, Namer, Plugin, Projector, Renderer
-from .types import Context, ObjectName
+from .types import Context, ObjectName, Report, Resource
 
 T = TypeVar("T")
 
@@ -58,6 +65,8 @@ def _guard(call: Callable[[], T]) -> T:
         return call()
     except PluginError:
         raise
+    except ContractError as err:
+        raise Internal(str(err)) from None
     except RecursionError:
         raise Internal("maximum recursion depth exceeded") from None
     except Exception as err:  # noqa: BLE001 - every plugin bug must become a typed error
@@ -69,22 +78,63 @@ def _guard(call: Callable[[], T]) -> T:
         raise Internal(f"{type(err).__name__}: {err}{where}") from None
 
 
+def _resource(r: Resource) -> dict:
+    return {"group": r.group, "version": r.version, "resource": r.resource}
+
+
 def describe(plugin: Plugin) -> dict:
-    """``describe()`` with the JSON fields serialised."""
-    return {
+    """``describe()`` with the JSON fields serialised. Under contract 0.2 it has the
+    plugin's ``reads`` and each example's read fixtures and context values too."""
+    version = contract.check(plugin)
+    info: dict = {
         "name": plugin.name or type(plugin).__name__,
         "version": plugin.version,
         "description": plugin.description,
         "config_schema": None if plugin.config_schema is None else to_json(plugin.config_schema, "config schema"),
-        "examples": [
-            {
-                "name": ex.name,
-                "config": to_json(ex.config, f"config of example {ex.name!r}"),
-                "input": to_json(ex.input, f"input of example {ex.name!r}"),
-                "expected": None if ex.expected is None else to_json(ex.expected, f"expected output of example {ex.name!r}"),
-            }
-            for ex in plugin.examples
-        ],
+        "examples": [],
+    }
+    for ex in plugin.examples:
+        example = {
+            "name": ex.name,
+            "config": to_json(ex.config, f"config of example {ex.name!r}"),
+            "input": to_json(ex.input, f"input of example {ex.name!r}"),
+            "expected": None if ex.expected is None else to_json(ex.expected, f"expected output of example {ex.name!r}"),
+        }
+        if version != "0.1":
+            example["reads"] = [
+                {
+                    "side": f.side.value,
+                    "resource": _resource(f.resource),
+                    "objects": [to_json(o, f"read fixture object of example {ex.name!r}") for o in f.objects],
+                }
+                for f in ex.reads
+            ]
+            example["values"] = [(k, to_json(v, f"context value {k!r} of example {ex.name!r}")) for k, v in dict(ex.values).items()]
+        info["examples"].append(example)
+    if version != "0.1":
+        info["reads"] = [{"side": d.side.value, "resource": _resource(d.resource), "purpose": d.purpose} for d in plugin.reads]
+    return info
+
+
+def context_values(entries: Iterable[Tuple[str, str]]) -> Dict[str, Any]:
+    """The contract's ``context.values`` (key and JSON text) as JSON values by key."""
+    values: Dict[str, Any] = {}
+    for key, text in entries:
+        try:
+            values[key] = json.loads(text)
+        except (TypeError, json.JSONDecodeError) as err:
+            raise InvalidInput(f"context value {key!r} is not valid JSON: {err}") from None
+    return values
+
+
+def report_fields(report: Report) -> dict:
+    """The contract's ``report`` record as plain values: ``results`` as ``(severity,
+    reason, message)``, ``conditions`` as ``(type, status, reason, message)`` and
+    ``set_context`` as ``(key, JSON text)``."""
+    return {
+        "results": [(r.severity.value, r.reason, r.message) for r in report.results],
+        "conditions": [(c.type, c.status, c.reason, c.message) for c in report.conditions],
+        "set_context": [(k, to_json(v, f"context value {k!r}")) for k, v in report.set_context.items()],
     }
 
 
@@ -92,6 +142,7 @@ def validate_config(plugin: Plugin, config: str) -> None:
     """Raises InvalidConfig (or another PluginError) when the config is unusable."""
 
     def run() -> None:
+        contract.check(plugin)
         plugin.validate_config(parse_config(config))
 
     _guard(run)
@@ -101,7 +152,30 @@ def _config(plugin: Plugin, config: str) -> Any:
     return plugin.parse_config(parse_config(config))
 
 
-def mutate(plugin: Mutator, ctx: Context, config: str, obj: str, other: Optional[str]) -> str:
+def _call_plugin(plugin: Plugin, ctx: Optional[Context], reads: Optional[_call.ReadsBackend], run: Callable[[], T]) -> Tuple[T, Report]:
+    """Runs one role call: contract checked, the call opened for reads and report,
+    typed errors out."""
+
+    def checked() -> T:
+        version = contract.check(plugin)
+        values = ctx.values if ctx is not None and version != "0.1" else {}
+        if ctx is not None and ctx.values and version == "0.1":
+            raise contract.needs_02(plugin, "context values (ctx.values)")
+        call = _call.Call(plugin, version, values, reads)
+        with _call.active(call):
+            out = run()
+        report_fields(call.report)  # every context value must be JSON before it leaves
+        outcome.append(call.report)
+        return out
+
+    outcome: List[Report] = []
+    result = _guard(checked)
+    return result, outcome[0]
+
+
+def mutate(
+    plugin: Mutator, ctx: Context, config: str, obj: str, other: Optional[str], reads: Optional[_call.ReadsBackend] = None
+) -> Tuple[str, Report]:
     def run() -> str:
         cfg = _config(plugin, config)
         o = _parse_object("object", obj)
@@ -113,10 +187,10 @@ def mutate(plugin: Mutator, ctx: Context, config: str, obj: str, other: Optional
             raise Internal(f"mutate returned {type(result).__name__}, not an object")
         return to_json(result, "mutated object")
 
-    return _guard(run)
+    return _call_plugin(plugin, ctx, reads, run)
 
 
-def name(plugin: Namer, ctx: Context, config: str, obj: str) -> ObjectName:
+def name(plugin: Namer, ctx: Context, config: str, obj: str, reads: Optional[_call.ReadsBackend] = None) -> Tuple[ObjectName, Report]:
     def run() -> ObjectName:
         cfg = _config(plugin, config)
         o = _parse_object("object", obj)
@@ -130,10 +204,12 @@ def name(plugin: Namer, ctx: Context, config: str, obj: str) -> ObjectName:
             raise Internal(f"name_object returned {type(result).__name__}, not an ObjectName")
         return result
 
-    return _guard(run)
+    return _call_plugin(plugin, ctx, reads, run)
 
 
-def project(plugin: Projector, config: str, crd: str) -> str:
+def project(plugin: Projector, config: str, crd: str) -> Tuple[str, Report]:
+    """The report is always empty: a projection reports nothing (and reads nothing)."""
+
     def run() -> str:
         cfg = _config(plugin, config)
         c = _parse_input("CRD", crd)
@@ -144,10 +220,12 @@ def project(plugin: Projector, config: str, crd: str) -> str:
             raise Internal(f"project returned {type(result).__name__}, not an object")
         return to_json(result, "projected CRD")
 
-    return _guard(run)
+    return _call_plugin(plugin, None, None, run)
 
 
-def render(plugin: Renderer, ctx: Context, config: str, template: str, values: str) -> List[str]:
+def render(
+    plugin: Renderer, ctx: Context, config: str, template: str, values: str, reads: Optional[_call.ReadsBackend] = None
+) -> Tuple[List[str], Report]:
     def run() -> List[str]:
         cfg = _config(plugin, config)
         v = _parse_input("values", values)
@@ -156,4 +234,4 @@ def render(plugin: Renderer, ctx: Context, config: str, template: str, values: s
             raise Internal(f"render returned {type(result).__name__}, not a list of objects")
         return [to_json(doc, f"rendered document {i}") for i, doc in enumerate(result)]
 
-    return _guard(run)
+    return _call_plugin(plugin, ctx, reads, run)

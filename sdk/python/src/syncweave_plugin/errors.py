@@ -54,6 +54,57 @@ class Internal(PluginError):
     tag = "internal"
 
 
+class ReadError(PluginError):
+    """A read (contract 0.2, :mod:`syncweave_plugin.reads`) that the host did not answer.
+    ``kind`` is the WIT variant of ``read-error``; ``detail`` is the host's message.
+    Catch it (or one of its subclasses) to handle the failure; left uncaught, the call
+    fails as ``internal`` with the read and the host's message."""
+
+    kind = ""
+
+    def __init__(self, detail: str, read: str = "") -> None:
+        self.detail = detail
+        self.read = read
+        where = f"{read}: " if read else ""
+        super().__init__(f"{where}{self.kind or 'read error'}: {detail}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.detail == self.detail  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.detail))
+
+
+class ReadNotAllowed(ReadError):
+    """The read is not declared in the plugin's ``reads`` or not allowed by its WasmPlugin
+    or PublishedResource; the message names the allow-list."""
+
+    kind = "not-allowed"
+
+
+class ReadNotServed(ReadError):
+    """The API server does not serve that resource."""
+
+    kind = "not-served"
+
+
+class ReadUnavailable(ReadError):
+    """The host could not read it now (its cache is not synced, the server does not
+    answer); the call may be retried."""
+
+    kind = "unavailable"
+
+
+class ReadInvalid(ReadError):
+    """The request itself is malformed (e.g. a bad label selector)."""
+
+    kind = "invalid"
+
+
+READ_ERRORS = {cls.kind: cls for cls in (ReadNotAllowed, ReadNotServed, ReadUnavailable, ReadInvalid)}
+"""The exception class for each ``read-error`` variant name."""
+
+
 def from_tag(tag: str, message: str) -> PluginError:
     """The exception for a WIT variant name (``invalid-config``, ...)."""
     for cls in (InvalidConfig, InvalidInput, Rejected, Internal):

@@ -17,6 +17,26 @@ exports and :mod:`syncweave_plugin.testing` calls it locally.
             obj.set_label("team", team)
             return obj
 
+Contract 0.2 (``wit/v0.2/plugin.wit``) is opt-in: set ``contract = "0.2"`` on the class
+(and under ``[tool.syncweave]`` in ``pyproject.toml``). The plugin may then declare
+``reads`` and read other objects with :mod:`~syncweave_plugin.reads`, report Events,
+conditions and context values with :mod:`~syncweave_plugin.report`, and read the values
+earlier chain steps set in ``ctx.values``::
+
+    class NamespaceLabels(Mutator):
+        contract = "0.2"
+        reads = [ReadDeclaration(Side.KCP, Resource.core("v1", "namespaces"),
+                                 "copies the labels of the object's Namespace")]
+
+        def mutate(self, ctx, cfg, obj, other):
+            ns = reads.get(Side.KCP, Resource.core("v1", "namespaces"), name=obj.namespace)
+            if ns is None:
+                report.warning("NamespaceMissing", f"namespace {obj.namespace} not found")
+                return obj
+            for k, v in ns.labels.items():
+                obj.set_label(k, v)
+            return obj
+
 Configs: the host passes the config as JSON text; the SDK parses it (an absent or empty
 config is ``None``) and hands it to :meth:`Plugin.parse_config`, whose result is what the
 role method receives as ``config``. ``validate_config`` (the contract's
@@ -29,13 +49,17 @@ from __future__ import annotations
 from typing import Any, ClassVar, Dict, List, Optional, Sequence, Union
 
 from .objects import Object
-from .types import Context, Example, ObjectName
+from .types import Context, Example, ObjectName, ReadDeclaration
 
 
 class Plugin:
     """What every role shares: metadata for ``describe()`` and config handling."""
 
     world: ClassVar[str] = ""
+    contract: ClassVar[str] = "0.1"
+    """The plugin contract version the plugin targets: ``"0.1"`` (the default) or
+    ``"0.2"``. Its project's ``[tool.syncweave] contract`` must say the same, so that
+    ``syncweave plugin build`` builds against that world."""
     name: str = ""
     """The plugin's name in ``describe()`` (the host shows it in errors)."""
     version: str = "0.1.0"
@@ -45,6 +69,9 @@ class Plugin:
     examples: Sequence[Example] = ()
     """Worked examples: run by ``syncweave plugin test --examples``, the host's
     self-test and :func:`syncweave_plugin.testing.check_examples`."""
+    reads: Sequence[ReadDeclaration] = ()
+    """Contract 0.2: every kind of object the plugin may read, published by
+    ``describe()``. The host refuses reads that are not declared here."""
 
     def parse_config(self, config: Any) -> Any:
         """Checks the parsed config JSON (``None`` when absent) and returns what the
