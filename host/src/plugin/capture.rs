@@ -93,6 +93,12 @@ pub struct Capture {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted: Option<String>,
     pub failure: CapturedFailure,
+    /// Contract 0.2: what the call read (each read with its answer), the
+    /// context values it got and the limits that applied, so that `plugin
+    /// replay` serves the same answers. Secret data in read answers is
+    /// redacted like the call's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<syncweave_runtime::CallRecord>,
     /// What was replaced before storing, as paths (`call.object.data.password`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
@@ -601,8 +607,9 @@ fn build(call: &FailedCall<'_>, now: &str, limits: &CaptureLimits) -> (Capture, 
             backtrace: call.failure.backtrace.clone(),
         },
         redacted: Vec::new(),
+        env: None,
     };
-    let input_len = call.args.len();
+    let input_len = call.args.len() + call.env.map_or(0, env_len);
     if input_len > limits.max_capture_bytes {
         capture.omitted = Some(omitted_note(input_len, limits.max_capture_bytes));
     } else {
@@ -654,6 +661,8 @@ fn build(call: &FailedCall<'_>, now: &str, limits: &CaptureLimits) -> (Capture, 
                 _ => c.values = Some(value),
             }
         }
+        // What the call read: Secrets redacted like the input's.
+        capture.env = call.env.map(|e| redact_env(e, &mut redactions));
         // A secret value copied elsewhere (another field, the guest's
         // error message, a text argument) goes too.
         redactions.scrub_call(&mut c);
@@ -664,10 +673,56 @@ fn build(call: &FailedCall<'_>, now: &str, limits: &CaptureLimits) -> (Capture, 
     let mut size = serde_json::to_vec(&capture).map_or(usize::MAX, |v| v.len());
     if size > limits.max_capture_bytes && capture.call.is_some() {
         capture.call = None;
+        capture.env = None;
         capture.omitted = Some(omitted_note(size, limits.max_capture_bytes));
         size = serde_json::to_vec(&capture).map_or(0, |v| v.len());
     }
     (capture, size)
+}
+
+/// Bytes of what a call read and the values it got.
+fn env_len(e: &syncweave_runtime::CallRecord) -> usize {
+    let reads: usize = e
+        .reads
+        .iter()
+        .map(|r| r.answer.as_ref().map_or(0, |a| a.len()))
+        .sum();
+    reads
+        + e.values
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>()
+}
+
+/// `e` with Secret data in every read answer redacted (paths
+/// `env.reads[i]…`), and the secret values noted for scrubbing.
+fn redact_env(
+    e: &syncweave_runtime::CallRecord,
+    r: &mut Redactions,
+) -> syncweave_runtime::CallRecord {
+    use syncweave_runtime::ReadAnswer;
+    let mut e = e.clone();
+    let one = |text: &mut String, path: String, r: &mut Redactions| {
+        if let Ok(mut v) = serde_json::from_str::<Value>(text) {
+            let before = r.paths.len();
+            redact(&mut v, &path, r);
+            if r.paths.len() > before {
+                *text = object_json(&v);
+            }
+        }
+    };
+    for (i, read) in e.reads.iter_mut().enumerate() {
+        match &mut read.answer {
+            Ok(ReadAnswer::Object(Some(text))) => one(text, format!("env.reads[{i}]"), r),
+            Ok(ReadAnswer::Objects(list)) => {
+                for (j, text) in list.iter_mut().enumerate() {
+                    one(text, format!("env.reads[{i}][{j}]"), r);
+                }
+            }
+            _ => {}
+        }
+    }
+    e
 }
 
 fn omitted_note(len: usize, max: usize) -> String {
@@ -1122,6 +1177,104 @@ mod tests {
         assert_eq!(rt.stats().resident, 0);
         assert!(store.list().captures.is_empty(), "dropped with the digest");
         assert_eq!(store.list().total_bytes, 0);
+    }
+
+    #[test]
+    fn what_a_call_read_is_kept_with_secrets_redacted() {
+        use syncweave_runtime::{
+            CallRecord, ContractVersion, EnvLimits, ReadAnswer, ReadRequest, RecordedRead,
+            Resource, Side,
+        };
+        let rt = runtime();
+        let naming = rt.load_builtin("naming").unwrap();
+        let store = CaptureStore::new(CaptureLimits::default());
+        let secret = object_json(&json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "creds", "namespace": "ns"}, "data": {"password": "aHVudGVyMjI="}}));
+        let record = CallRecord {
+            contract: ContractVersion::V0_2,
+            values: vec![("tenant".into(), "\"acme\"".into())],
+            reads: vec![
+                RecordedRead {
+                    request: ReadRequest::Get {
+                        side: Side::Kcp,
+                        resource: Resource::core("v1", "secrets"),
+                        namespace: Some("ns".into()),
+                        name: "creds".into(),
+                    },
+                    answer: Ok(ReadAnswer::Object(Some(secret))),
+                    from_host: true,
+                },
+                RecordedRead {
+                    request: ReadRequest::List {
+                        side: Side::Kcp,
+                        resource: Resource::core("v1", "configmaps"),
+                        namespace: Some("ns".into()),
+                        label_selector: None,
+                    },
+                    answer: Ok(ReadAnswer::Objects(vec![cm("a")])),
+                    from_host: true,
+                },
+            ],
+            read_attempts: 2,
+            limits: EnvLimits::default(),
+        };
+        let f = PluginFailure::new(
+            "p",
+            "sha256:x",
+            FailureKind::Crash,
+            "the password was hunter22",
+        );
+        let c = ctx();
+        store.record(&FailedCall {
+            plugin: &naming,
+            args: CallArgs::Name {
+                ctx: &c,
+                config: "{}",
+                object: &cm("x"),
+            },
+            failure: &f,
+            env: Some(&record),
+        });
+        let id = store.list().captures[0]
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let capture = store.get(&id).unwrap();
+        let env = capture.env.as_ref().expect("the reads are kept");
+        assert_eq!(env.values, record.values);
+        assert_eq!(env.reads.len(), 2);
+        let Ok(ReadAnswer::Object(Some(kept))) = &env.reads[0].answer else {
+            panic!("{:?}", env.reads[0])
+        };
+        assert!(!kept.contains("aHVudGVyMjI="), "{kept}");
+        assert_eq!(env.reads[1], record.reads[1], "a ConfigMap is kept as read");
+        assert!(
+            capture
+                .redacted
+                .iter()
+                .any(|p| p.starts_with("env.reads[0]")),
+            "{:?}",
+            capture.redacted
+        );
+        assert!(
+            !capture.failure.message.contains("hunter22"),
+            "scrubbed from the failure too"
+        );
+        // A replay serves the recorded answers.
+        let replay = env.replay_env();
+        let host = replay.reads.unwrap();
+        assert_eq!(
+            host.list(
+                Side::Kcp,
+                &Resource::core("v1", "configmaps"),
+                Some("ns"),
+                None
+            )
+            .unwrap(),
+            vec![cm("a")]
+        );
     }
 
     #[test]

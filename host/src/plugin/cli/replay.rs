@@ -155,9 +155,19 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
             capture.redacted.join(", ")
         );
     }
+    if let Some(env) = &capture.env
+        && !env.reads.is_empty()
+    {
+        eprintln!(
+            "note: the call read {} object(s) in the cluster; the replay's reads get the same \
+             answers",
+            env.reads.len()
+        );
+    }
     let result = tokio::task::spawn_blocking({
         let plugin = plugin.clone();
-        move || invoke(&plugin, world, &call, config.as_deref())
+        let env = capture.env.clone();
+        move || invoke(&plugin, world, &call, env.as_ref(), config.as_deref())
     })
     .await??;
     report(&capture, result)
@@ -244,6 +254,7 @@ fn invoke(
     plugin: &Plugin,
     world: World,
     call: &CapturedCall,
+    recorded: Option<&syncweave_runtime::CallRecord>,
     config: Option<&str>,
 ) -> anyhow::Result<Result<Value, PluginFailure>> {
     let arg = |name: &str| {
@@ -262,20 +273,26 @@ fn invoke(
             .map_err(|e| anyhow::anyhow!("capture: {e}"))
     };
     let json = |s: String| serde_json::from_str::<Value>(&s).unwrap_or(Value::String(s));
+    // Contract 0.2: the reads get the answers the cluster's call got, and
+    // the call the same context values and limits.
+    let env = match recorded {
+        Some(r) => r.replay_env(),
+        None => syncweave_runtime::CallEnv::default(),
+    };
     Ok(match world {
         World::Mutator => {
             let (object, other) = (arg("object")?, call.arg("other"));
             plugin
-                .mutate(&ctx()?, &config, &object, other.as_deref())
-                .map(json)
+                .mutate_with(&ctx()?, &env, &config, &object, other.as_deref())
+                .map(|m| json(m.object))
         }
         World::Namer => plugin
-            .name_object(&ctx()?, &config, &arg("object")?)
-            .map(|n| serde_json::json!({"name": n.name, "namespace": n.namespace})),
+            .name_object_with(&ctx()?, &env, &config, &arg("object")?)
+            .map(|n| serde_json::json!({"name": n.name.name, "namespace": n.name.namespace})),
         World::Projector => plugin.project(&config, &arg("crd")?).map(json),
         World::Renderer => plugin
-            .render(&ctx()?, &config, &arg("template")?, &arg("values")?)
-            .map(|docs| Value::Array(docs.into_iter().map(json).collect())),
+            .render_with(&ctx()?, &env, &config, &arg("template")?, &arg("values")?)
+            .map(|r| Value::Array(r.documents.into_iter().map(json).collect())),
     })
 }
 
