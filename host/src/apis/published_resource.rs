@@ -764,6 +764,13 @@ pub fn unsupported_fields(spec: &PublishedResourceSpec) -> Vec<String> {
     }
     if let Some(r) = &spec.reads {
         out.extend(r.problems());
+        if r.related == Some(true) && spec.related.as_ref().is_none_or(|r| r.is_empty()) {
+            out.push(
+                "spec.reads.related: true allows reads of the related resources' kinds, but \
+                 spec.related lists none; add the related resource, or remove reads.related"
+                    .into(),
+            );
+        }
     }
     if let Some(w) = spec
         .lifecycle
@@ -933,6 +940,26 @@ spec:
         );
         assert_eq!(pr.spec.related.as_ref().unwrap().len(), 1);
         assert!(pr.spec.sync_enabled());
+    }
+
+    #[test]
+    fn reads_are_checked() {
+        let s = spec(
+            "{resource: {apiGroup: g, kind: K}, reads: {related: true, service: [{version: v1, \
+             resource: ConfigMaps, namespaces: []}, {version: v1, resource: configmaps, \
+             namespaces: [Bad_NS]}]}}",
+        );
+        let problems = unsupported_fields(&s);
+        assert_eq!(problems.len(), 4, "{problems:#?}");
+        assert!(
+            problems[0]
+                .starts_with("spec.reads.service[0].resource: \"ConfigMaps\" looks like a kind")
+        );
+        assert!(problems[1].starts_with("spec.reads.service[0].namespaces: name at least one"));
+        assert!(problems[2].starts_with("spec.reads.service[1].namespaces: \"Bad_NS\""));
+        assert!(problems[3].starts_with("spec.reads.related: true allows"));
+        let s = spec("{resource: {apiGroup: g, kind: K}, reads: {consumerNamespace: true}}");
+        assert_eq!(unsupported_fields(&s), Vec::<String>::new());
     }
 
     #[test]
