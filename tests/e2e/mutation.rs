@@ -10,19 +10,6 @@ use syncweave_tests::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-fn plugin_path(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/plugins")
-        .join(format!("{name}.wasm"));
-    let p = p.canonicalize().unwrap_or_else(|_| {
-        panic!(
-            "{} not built: run tests/run.sh (or examples/build.sh)",
-            p.display()
-        )
-    });
-    p.to_string_lossy().into_owned()
-}
-
 /// Template naming, declarative rules (built-in mutation plugin) and a
 /// `wasm` rule (the Rust example plugin) shape the service copy; a status
 /// rule rewrites status on the way up.
@@ -34,7 +21,7 @@ async fn naming_and_mutation_plugins_shape_the_copy() {
         &env.service_client,
         &format!(
             "apiVersion: syncweave.dev/v1alpha1\nkind: WasmPlugin\nmetadata: {{name: team-label}}\nspec: {{source: 'file://{}'}}\n",
-            plugin_path("rust-mutator")
+            author::example_plugin("rust-mutator")
         ),
     )
     .await
@@ -64,7 +51,7 @@ spec:
     status:
       - regex: {{path: status.phase, pattern: "Running", replacement: "Up"}}
 "#,
-        plugin_path("python-mutator")
+        author::example_plugin("python-mutator")
     );
     env.publish_yaml(&pr).await;
     let (consumer, client) = env.consumer("consumer").await;
@@ -220,7 +207,7 @@ async fn wasmplugin_digest_rollover_reaches_running_syncs() {
             "kind": "WasmPlugin",
             "metadata": {"name": "stamp"},
             "spec": {
-                "source": format!("file://{}", plugin_path(file)),
+                "source": format!("file://{}", author::example_plugin(file)),
                 "config": {"label": {"key": "stamp", "value": value}},
             },
         })
@@ -270,7 +257,7 @@ async fn wasmplugin_digest_rollover_reaches_running_syncs() {
 
     // New code (the Python build of the same contract) and a new default
     // config: a new digest for the running sync.
-    let python = std::fs::read(plugin_path("python-mutator")).unwrap();
+    let python = std::fs::read(author::example_plugin("python-mutator")).unwrap();
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&python)));
     apply(&env.service_client, &wasm_plugin("python-mutator", "v2"))
         .await

@@ -18,6 +18,19 @@ pub fn repo() -> PathBuf {
         .expect("the checkout")
 }
 
+/// The path of example plugin `name`, as examples/build.sh (run by
+/// tests/run.sh) leaves it in target/plugins.
+pub fn example_plugin(name: &str) -> String {
+    let p = repo().join("target/plugins").join(format!("{name}.wasm"));
+    let p = p.canonicalize().unwrap_or_else(|_| {
+        panic!(
+            "{} not built: run tests/run.sh (or examples/build.sh)",
+            p.display()
+        )
+    });
+    p.to_string_lossy().into_owned()
+}
+
 /// The `syncweave` binary with its source and compiled caches under
 /// `<dir>/cache`, and without the registry settings a developer's shell may
 /// carry (`SYNCWEAVE_PLUGIN_CA_FILE`, `DOCKER_CONFIG`): every test says

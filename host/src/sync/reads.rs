@@ -169,18 +169,25 @@ impl ObjectReads {
         route: Option<Arc<str>>,
     ) -> ObjectReads {
         let mut sources = BTreeMap::new();
-        for g in config.kinds(false) {
-            if let (Some(cache), Some(url)) = (caches.kcp(&g), route.clone()) {
-                sources.insert((false, g), Source::Kcp { cache, url });
+        // A PublishedResource without reads (most) refuses every read in
+        // `allowed`, before a source is looked at: take none of them.
+        let not_served = if config.any() {
+            for g in config.kinds(false) {
+                if let (Some(cache), Some(url)) = (caches.kcp(&g), route.clone()) {
+                    sources.insert((false, g), Source::Kcp { cache, url });
+                }
             }
-        }
-        for g in config.kinds(true) {
-            if let Some(store) = caches.service(&g) {
-                sources.insert((true, g), Source::Service(store));
+            for g in config.kinds(true) {
+                if let Some(store) = caches.service(&g) {
+                    sources.insert((true, g), Source::Service(store));
+                }
             }
-        }
+            caches.not_served()
+        } else {
+            BTreeMap::new()
+        };
         ObjectReads {
-            not_served: caches.not_served(),
+            not_served,
             config,
             cluster: key.cluster.clone(),
             namespace: key.namespace.clone(),
@@ -251,7 +258,20 @@ impl ObjectReads {
         }
     }
 
-    fn remember(&self, target: ReadTarget) {
+    /// Record a read of this pass (kcp reads are in the object's
+    /// workspace).
+    fn remember(&self, service: bool, gvr: Gvr, namespace: Option<&str>, name: Option<&str>) {
+        let target = ReadTarget {
+            service,
+            gvr,
+            cluster: if service {
+                String::new()
+            } else {
+                self.cluster.clone()
+            },
+            namespace: namespace.map(str::to_string),
+            name: name.map(str::to_string),
+        };
         self.read
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -295,17 +315,7 @@ impl ObjectReads {
         self.allowed(side, &g, namespace, Some(name), &what)?;
         let service = side == Side::Service;
         let source = self.source(service, &g, &what)?;
-        self.remember(ReadTarget {
-            service,
-            gvr: g,
-            cluster: if service {
-                String::new()
-            } else {
-                self.cluster.clone()
-            },
-            namespace: namespace.map(str::to_string),
-            name: Some(name.to_string()),
-        });
+        self.remember(service, g, namespace, Some(name));
         let obj = match source {
             Source::Kcp { cache, .. } => cache.get(&ObjectKey::new(KeyParts {
                 cluster: self.cluster.clone(),
@@ -334,17 +344,7 @@ impl ObjectReads {
         self.allowed(side, &g, namespace, None, &what)?;
         let service = side == Side::Service;
         let source = self.source(service, &g, &what)?;
-        self.remember(ReadTarget {
-            service,
-            gvr: g,
-            cluster: if service {
-                String::new()
-            } else {
-                self.cluster.clone()
-            },
-            namespace: namespace.map(str::to_string),
-            name: None,
-        });
+        self.remember(service, g, namespace, None);
         let labels_match = |o: &DynamicObject| {
             let labels: std::collections::HashMap<String, String> = o
                 .metadata
