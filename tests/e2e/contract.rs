@@ -17,19 +17,6 @@ use syncweave_tests::*;
 /// a read object's change wakes its readers at once.
 const WAIT: Duration = Duration::from_secs(90);
 
-fn plugin_path(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/plugins")
-        .join(format!("{name}.wasm"));
-    let p = p.canonicalize().unwrap_or_else(|_| {
-        panic!(
-            "{} not built: run tests/run.sh (or examples/build.sh)",
-            p.display()
-        )
-    });
-    p.to_string_lossy().into_owned()
-}
-
 /// VirtualMachines (`compute.example.com/v1`, any content) on the service
 /// cluster, which the agent may manage.
 async fn vm_kind(env: &Env) {
@@ -88,16 +75,14 @@ spec:
       - wasm:
           source: file://{}
 {reads}"#,
-        plugin_path("python-subnet")
+        author::example_plugin("python-subnet")
     )
 }
 
-/// Build `examples/<name>` (a Go project) with `syncweave plugin build`
-/// into `out`, as a provider would; the component's path.
-fn build_go_example(name: &str, out: &std::path::Path) -> String {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(name);
+/// Build the plugin project `<repo>/<dir>` with `syncweave plugin build`
+/// into `out`, as a provider would; the path of component `name`.
+fn build_plugin(dir: &str, name: &str, out: &std::path::Path) -> String {
+    let src = author::repo().join(dir);
     let result = std::process::Command::new(crate::binary())
         .args(["plugin", "build"])
         .arg(&src)
@@ -132,7 +117,7 @@ async fn a_go_plugin_copies_the_consumer_namespace_labels_and_follows_their_chan
         panic!("`go` is not on PATH: install Go 1.24 or newer (tests/run.sh expects it)");
     }
     let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let labeler = build_go_example("go-labeler", &out);
+    let labeler = build_plugin("examples/go-labeler", "go-labeler", &out);
     let env = Env::start("contract-a", crate::binary()).await;
     vm_kind(&env).await;
     env.publish_yaml(&format!(
@@ -215,6 +200,82 @@ spec:
             .filter(|c| label(c, "consumer.example.com/team").as_deref() == Some("payments")))
     })
     .await;
+    env.wait_for_ready("publish-vms", "True", "Syncing").await;
+}
+
+/// A 0.2 namer reads as a mutator does: tests/plugins/team-namer (built
+/// from source here) places each copy in the service namespace of its
+/// consumer's team, a label on the consumer's Namespace. Until the label is
+/// there the namer fails, naming it, and the PublishedResource says so; the
+/// label's arrival wakes the object (the agent watches what the namer read).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_namer_places_the_copy_by_a_label_of_the_consumer_namespace() {
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
+    let namer = build_plugin("tests/plugins/team-namer", "test-team-namer", &out);
+    let env = Env::start("contract-d", crate::binary()).await;
+    vm_kind(&env).await;
+    env.publish_yaml(&format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-vms
+spec:
+  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
+  naming: {{wasm: {{source: file://{namer}}}}}
+  reads: {{consumerNamespace: true}}
+"#
+    ))
+    .await;
+    env.wait_for_export_claim("", "namespaces").await;
+    let (_consumer, client) = env
+        .consumer_serving(
+            "consumer",
+            &[("", "events"), ("", "namespaces")],
+            &vm_gvk(),
+            "virtualmachines",
+        )
+        .await;
+    vms(&client, "default")
+        .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
+        .await
+        .unwrap();
+    // No `team` label yet: the namer refuses, and the PublishedResource
+    // says which object fails and why.
+    let prs = env.published_resources();
+    eventually("Ready=False naming the missing label", WAIT, || async {
+        let pr = prs.get("publish-vms").await.map_err(|e| e.to_string())?;
+        let ready = pr.data["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Ready")
+            .cloned();
+        Ok(ready.filter(|c| {
+            c["status"] == "False"
+                && c["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("has no label `team`"))
+        }))
+    })
+    .await;
+
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(client.clone());
+    namespaces
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"team": "blue"}}})),
+        )
+        .await
+        .unwrap();
+    let local = vms(&env.service_client, "team-blue");
+    let copy = eventually("the copy in the team's namespace", WAIT, || async {
+        get_opt(&local, "default-vm").await
+    })
+    .await;
+    assert_eq!(copy.data["spec"]["cpus"], 2);
     env.wait_for_ready("publish-vms", "True", "Syncing").await;
 }
 
@@ -359,7 +420,7 @@ spec:
           path: spec.owner
           expression: "context.tenant + '-ops'"
 "#,
-        plugin_path("rust-tenant")
+        author::example_plugin("rust-tenant")
     ))
     .await;
     let (consumer, client) = env
