@@ -9,6 +9,9 @@
 #   tests/bench/run.sh --scale 100000         # 100 000 objects in 1 000 workspaces, syncweave
 #   tests/bench/run.sh --scale 10000          # the same at 10 000 in 100
 #   tests/bench/run.sh --startup              # start-up time and peak RSS only (S)
+#   tests/bench/run.sh --agents syncweave --objects 3000 --plugin wasm-reads
+#                                             # with a Wasm step that reads the consumer's
+#                                             # Namespace (--plugin wasm: the same step, no read)
 #   tests/bench/run.sh --help                 # every option
 #
 # It installs what it needs first (tests/setup.sh: kcp, kube-apiserver, etcd,
@@ -26,6 +29,7 @@ phase() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
 
 # Which agents will run (the driver's defaults, unless --agents is given).
 agents="upstream,upstream-unthrottled,syncweave,ceiling"
+plugin=none
 prev=""
 for a in "$@"; do
   case $a in
@@ -33,7 +37,9 @@ for a in "$@"; do
     --scale|--scale=*) agents=${agents_given:-syncweave} ;;
     --startup) agents=${agents_given:-syncweave,upstream} ;;
     --agents=*) agents_given=${a#--agents=}; agents=$agents_given ;;
+    --plugin=*) plugin=${a#--plugin=} ;;
   esac
+  if [ "$prev" = --plugin ]; then plugin=$a; fi
   if [ "$prev" = --agents ]; then agents_given=$a; agents=$a; fi
   prev=$a
 done
@@ -55,6 +61,10 @@ if [ -z "${SYNCWEAVE_BIN:-}" ]; then
   export SYNCWEAVE_BIN="$repo/target/release/syncweave"
 fi
 cargo build --release -p syncweave-tests --bin bench
+if [ "$plugin" != none ]; then
+  # The reading plugin of --plugin wasm|wasm-reads (tests/plugins/reader).
+  "$SYNCWEAVE_BIN" plugin build tests/plugins/reader --out target/plugins
+fi
 
 phase "benchmark"
 # One benchmark at a time on this machine (whatever the checkout): runs that

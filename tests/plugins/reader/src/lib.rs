@@ -11,7 +11,9 @@
 //! Other modes (`config.mode`): `undeclared` reads Secrets, which it does
 //! not declare; `many-reads` makes `config.count` gets; `big-report` warns
 //! with a 70 000-byte message; `bad-status` reports status "true";
-//! `no-reads` returns the object untouched without reading. A read error
+//! `no-reads` returns the object untouched without reading; `namespace`
+//! only gets the object's kcp namespace and copies its `team` label (the
+//! benchmark's reading plugin, beside `no-reads`). A read error
 //! is returned as the plugin's internal error `read failed: <kind>: <msg>`.
 
 wit_bindgen::generate!({ path: "../../../wit/v0.2", world: "mutator" });
@@ -133,6 +135,29 @@ impl Mutation for Reader {
             "" => {}
             "no-reads" => {
                 return Ok(Mutated { object, report });
+            }
+            "namespace" => {
+                let ns_name = obj["metadata"]["namespace"]
+                    .as_str()
+                    .ok_or_else(|| PluginError::InvalidInput("metadata.namespace missing".into()))?
+                    .to_string();
+                let namespace = reads::get(Side::Kcp, &namespaces(), None, &ns_name)
+                    .map_err(read_failed)?;
+                let team = match namespace {
+                    Some(text) => serde_json::from_str::<serde_json::Value>(&text)
+                        .map_err(|e| PluginError::Internal(format!("namespace is not JSON: {e}")))?
+                        ["metadata"]["labels"]["team"]
+                        .as_str()
+                        .map(str::to_string),
+                    None => None,
+                };
+                if let Some(team) = team {
+                    obj["metadata"]["labels"]["syncweave.test/team"] = team.into();
+                }
+                return Ok(Mutated {
+                    object: obj.to_string(),
+                    report,
+                });
             }
             "undeclared" => {
                 let secrets = Resource {

@@ -57,6 +57,13 @@ agents:
   --ceiling-concurrency N  objects the ceiling client syncs at a time (default 16)
   --ceiling-writes LIST    its writes per object, in order (default finalizer,copy,state;
                            add status for a status update in kcp)
+  --plugin P               syncweave's PublishedResource runs a Wasm mutation step (the
+                           test-reader plugin, --plugin-file): none (default), wasm (the
+                           step returns the object and reads nothing), wasm-reads (it gets
+                           the object's kcp Namespace through spec.reads.consumerNamespace
+                           and copies its `team` label); syncweave and ceiling only
+  --plugin-file FILE       the plugin component (default target/plugins/test-reader.wasm,
+                           built by tests/bench/run.sh when --plugin is given)
 modes:
   --scale N                one agent (default syncweave) with N objects in N/100 workspaces
                            (unless given): bytes per object, CPU per 1000 objects, P1 at size
@@ -80,6 +87,8 @@ env: SYNCWEAVE_BIN (default target/release/syncweave), UPSTREAM_SYNCAGENT_BIN (d
      $SYNCWEAVE_TOOLS_DIR/api-syncagent-unthrottled), BENCH_AGENT_DEBUG=1 (agents log at
      debug level; slows them down), BENCH_PROXY_LOG=1 (print every request)";
 
+pub const PLUGIN_MODES: &[&str] = &["none", "wasm", "wasm-reads"];
+
 pub const AGENTS: &[&str] = &["upstream", "upstream-unthrottled", "syncweave", "ceiling"];
 
 #[derive(Clone, Debug, Serialize)]
@@ -98,6 +107,9 @@ pub struct Opts {
     pub agents: Vec<String>,
     pub ceiling_concurrency: usize,
     pub ceiling_writes: Vec<String>,
+    /// none, wasm or wasm-reads (see USAGE).
+    pub plugin: String,
+    pub plugin_file: PathBuf,
     pub setup_parallelism: usize,
     pub create_parallelism: usize,
     pub p2_timeout: u64,
@@ -127,6 +139,8 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+        plugin: "none".into(),
+        plugin_file: repo.join("target/plugins/test-reader.wasm"),
         setup_parallelism: 8,
         create_parallelism: 32,
         p2_timeout: 7200,
@@ -208,11 +222,38 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
                     }
                 }
             }
+            "--plugin" => {
+                anyhow::ensure!(
+                    PLUGIN_MODES.contains(&v.as_str()),
+                    "--plugin: unknown value {v:?} (any of {})",
+                    PLUGIN_MODES.join(", ")
+                );
+                o.plugin = v;
+            }
+            "--plugin-file" => o.plugin_file = PathBuf::from(v),
             "--out" => o.out = PathBuf::from(v),
             _ => bail!("unknown flag {flag}\n{USAGE}"),
         }
     }
     anyhow::ensure!(o.rate > 0.0, "--rate must be positive");
+    if o.plugin != "none" {
+        anyhow::ensure!(
+            o.mode != "startup",
+            "--plugin and --startup: the start-up bench has PublishedResources of its own"
+        );
+        anyhow::ensure!(
+            o.agents.iter().all(|a| a == "syncweave" || a == "ceiling"),
+            "--plugin {}: only syncweave runs Wasm plugins; use --agents syncweave (and ceiling)",
+            o.plugin
+        );
+        anyhow::ensure!(
+            o.plugin_file.is_file(),
+            "--plugin {}: {} does not exist; build it with `syncweave plugin build tests/plugins/reader` \
+             (tests/bench/run.sh does) or pass --plugin-file",
+            o.plugin,
+            o.plugin_file.display()
+        );
+    }
     if let Some(n) = scale {
         anyhow::ensure!(
             o.mode != "startup",
@@ -343,7 +384,7 @@ fn real_main() -> Result<()> {
     ));
     if opts.mode != "startup" {
         log(format!(
-            "{}: {} objects in {} workspaces; P1 {} sustained + {} under load + {} at size, at {}/s; P4 window {}s; agents {}",
+            "{}: {} objects in {} workspaces; P1 {} sustained + {} under load + {} at size, at {}/s; P4 window {}s; plugin {}; agents {}",
             opts.mode,
             opts.objects,
             opts.workspaces,
@@ -352,6 +393,7 @@ fn real_main() -> Result<()> {
             opts.idle_latency_objects,
             opts.rate,
             opts.window,
+            opts.plugin,
             opts.agents.join(", ")
         ));
     }

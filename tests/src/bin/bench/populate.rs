@@ -135,6 +135,7 @@ pub async fn workspaces(
     raw: &KcpRaw,
     n: usize,
     parallel: usize,
+    namespaces_claim: bool,
 ) -> Result<Vec<ObjectPlace>> {
     let width = (n.max(2) - 1).to_string().len().max(2);
     let t0 = Instant::now();
@@ -146,7 +147,7 @@ pub async fn workspaces(
         async move {
             let mut last = None;
             for attempt in 1..=3 {
-                match consumer(env, raw, &name).await {
+                match consumer(env, raw, &name, namespaces_claim).await {
                     Ok(p) => {
                         done.fetch_add(1, Ordering::Relaxed);
                         return Ok((i, p));
@@ -188,22 +189,32 @@ pub async fn workspaces(
 }
 
 /// One consumer workspace: created (waits for Ready), bound to the export
-/// accepting the Events claim, CronTabs served.
-async fn consumer(env: &Env, raw: &KcpRaw, name: &str) -> Result<ObjectPlace> {
+/// accepting the Events claim (and the Namespaces claim of a plugin that
+/// reads them), CronTabs served.
+async fn consumer(
+    env: &Env,
+    raw: &KcpRaw,
+    name: &str,
+    namespaces_claim: bool,
+) -> Result<ObjectPlace> {
     let ws = env
         .kcp
         .create_workspace_in(&env.org.path, name, None)
         .await
         .context("creating the workspace")?;
+    let mut claims =
+        vec![json!({"group": "", "resource": "events", "all": true, "state": "Accepted"})];
+    if namespaces_claim {
+        claims
+            .push(json!({"group": "", "resource": "namespaces", "all": true, "state": "Accepted"}));
+    }
     let binding = json!({
         "apiVersion": "apis.kcp.io/v1alpha1",
         "kind": "APIBinding",
         "metadata": {"name": EXPORT},
         "spec": {
             "reference": {"export": {"path": env.provider.path, "name": EXPORT}},
-            "permissionClaims": [
-                {"group": "", "resource": "events", "all": true, "state": "Accepted"}
-            ],
+            "permissionClaims": claims,
         },
     });
     // A workspace that just turned Ready can answer 403/404 for a moment

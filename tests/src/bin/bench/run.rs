@@ -205,6 +205,33 @@ fn alive(agent: &AgentProcess, log_path: &Path) -> impl Fn() -> Result<()> + Syn
     }
 }
 
+/// The PublishedResource of `--plugin wasm|wasm-reads`: the example's
+/// CronTabs with one Wasm mutation step, the same component either way, so
+/// that the two runs differ only in the read (and what the agent does for
+/// it: the Namespace cache, the read dependencies, no in-sync memo).
+fn published_resource(opts: &crate::Opts) -> Option<String> {
+    let (mode, reads) = match opts.plugin.as_str() {
+        "wasm" => ("no-reads", ""),
+        "wasm-reads" => ("namespace", "\n  reads: {consumerNamespace: true}"),
+        _ => return None,
+    };
+    Some(format!(
+        r#"apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-crontabs
+spec:
+  resource: {{kind: CronTab, apiGroup: example.com, versions: [v1]}}{reads}
+  mutation:
+    spec:
+      - wasm:
+          source: file://{}
+          config: {{mode: {mode}}}
+"#,
+        opts.plugin_file.display()
+    ))
+}
+
 /// Set up the environment: a provider, a service cluster and `--workspaces`
 /// consumers bound to the export, with `agent` (syncweave for the ceiling)
 /// running to publish the schema. Returns it and the still running agent.
@@ -217,7 +244,10 @@ async fn prepare(
 ) -> Result<(Setup, Vec<ObjectPlace>, AgentProcess, Prober)> {
     let setup = set_up(agent, binary, ctx.kcp_proxy, ctx.tls).await?;
     let env = &setup.env;
-    env.publish().await;
+    match published_resource(ctx.opts) {
+        None => env.publish().await,
+        Some(yaml) => env.publish_yaml(&yaml).await,
+    }
     let mut args = setup.args.clone();
     args.extend(ports.args());
     let log_path = env.dir.join(format!("agent-{agent}-idle.log"));
@@ -229,6 +259,9 @@ async fn prepare(
     );
     let t = Instant::now();
     env.wait_for_schema("publish-crontabs").await;
+    if ctx.opts.plugin == "wasm-reads" {
+        env.wait_for_export_claim("", "namespaces").await;
+    }
     log(format!(
         "schema published after {:.1}s; creating {} consumer workspaces ({} at a time)…",
         t.elapsed().as_secs_f64(),
@@ -241,6 +274,7 @@ async fn prepare(
         ctx.raw,
         ctx.opts.workspaces,
         ctx.opts.setup_parallelism,
+        ctx.opts.plugin == "wasm-reads",
     )
     .await?;
     f.workspaces = places.len();
