@@ -195,7 +195,7 @@ fn a_bad_plugin_cache_size_is_refused_naming_the_variable() {
 /// copy's body as the plugins make it, the Warning the agent would record,
 /// and the three exit codes.
 #[test]
-fn render_shows_the_copy_and_the_events_with_distinct_exit_codes() {
+fn render_shows_the_copy_its_related_objects_and_the_events_with_distinct_exit_codes() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for p in ["python-subnet", "rust-tenant"] {
         assert!(
@@ -231,6 +231,27 @@ fn render_shows_the_copy_and_the_events_with_distinct_exit_codes() {
         "{out}"
     );
     assert_eq!(docs[0]["reads"][0], "kcp configmaps shop/net-a", "{out}");
+    // The related ConfigMap's copy, beside the VM's, after its mutation.
+    let related = &docs[0]["related"][0];
+    assert_eq!(related["identifier"], "subnet", "{out}");
+    assert_eq!(related["from"], "shop/net-a", "{out}");
+    assert_eq!(related["copy"]["namespace"], "2x8fkdtr3b1z", "{out}");
+    assert_eq!(related["copy"]["name"], "net-a", "{out}");
+    assert_eq!(related["copy"]["body"]["kind"], "ConfigMap", "{out}");
+    assert_eq!(
+        related["copy"]["body"]["data"]["subnetID"], "subnet-0a1b",
+        "{out}"
+    );
+    assert_eq!(
+        related["copy"]["body"]["data"].get("notes"),
+        None,
+        "deleted by the entry's mutation: {out}"
+    );
+    assert_eq!(
+        docs[1].get("related"),
+        None,
+        "net-missing is not there: {out}"
+    );
     assert_eq!(
         docs[1]["copy"]["body"]["spec"].get("subnetID"),
         None,

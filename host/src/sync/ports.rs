@@ -151,10 +151,10 @@ pub struct Related {
 }
 
 impl Related {
-    pub(super) fn field(&self) -> String {
+    pub(crate) fn field(&self) -> String {
         format!("spec.related[{}] ({})", self.index, self.spec.identifier)
     }
-    pub(super) fn is_service(&self) -> bool {
+    pub(crate) fn is_service(&self) -> bool {
         self.spec.origin == RelatedResourceOrigin::Service
     }
 }

@@ -1,10 +1,11 @@
 //! `syncweave render`: what a PublishedResource makes of objects, computed
 //! on a laptop by the same plugins under the same limits as the agent (like
 //! `crossplane render`): the copy's namespace, name and body after naming
-//! and the spec mutation chain, and what the plugins reported (the Events
-//! the agent would record). Plugin reads are answered from fixture files
-//! through the agent's own read path, so `spec.reads` applies as in a
-//! cluster.
+//! and the spec mutation chain, the copies of its related objects
+//! (`spec.related`, found among the fixtures by the agent's own resolver),
+//! and what the plugins reported (the Events the agent would record).
+//! Plugin reads are answered from fixture files through the agent's own
+//! read path, so `spec.reads` applies as in a cluster.
 //!
 //! Exit codes: 0 rendered, 1 a plugin failed on an object, 2 bad input.
 
@@ -21,8 +22,10 @@ use crate::apis::PublishedResource;
 use crate::controller::store::{KcpCache, KeyParts, ObjectKey};
 use crate::plugin::chain::PluginHost;
 use crate::sync::caches::{Gvr, RelatedCaches};
-use crate::sync::ports::{Origin, Reports};
+use crate::sync::error::RelatedError;
+use crate::sync::ports::{Origin, Related, Reports, Templates};
 use crate::sync::reads::{ObjectReads, ReadsConfig};
+use crate::sync::related::{Originals, Primaries, as_copy, resolve};
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
@@ -110,8 +113,34 @@ fn fixture(v: Value, at: &str) -> Result<(Gvr, DynamicObject), BadInput> {
     Ok(((group, version, plural(&kind)), obj))
 }
 
+/// One fixture object: on the service side or in kcp, and its kind.
+struct Fixture {
+    service: bool,
+    gvr: Gvr,
+    obj: DynamicObject,
+}
+
+/// Every fixture of the command line, parsed once.
+fn fixtures(args: &RenderArgs) -> Result<Vec<Fixture>, BadInput> {
+    let mut out = Vec::new();
+    for (service, files) in [(false, &args.kcp_fixtures), (true, &args.service_fixtures)] {
+        for f in files {
+            for (i, v) in documents(f, "fixture")?.into_iter().enumerate() {
+                let at = format!("{} document {i}", f.display());
+                let (gvr, obj) = fixture(v, &at)?;
+                out.push(Fixture { service, gvr, obj });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The caches the agent would read from, filled with the fixtures.
-fn caches(args: &RenderArgs, config: &ReadsConfig) -> Result<(RelatedCaches, Arc<str>), BadInput> {
+fn caches(
+    args: &RenderArgs,
+    config: &ReadsConfig,
+    fixtures: &[Fixture],
+) -> (RelatedCaches, Arc<str>) {
     let caches = RelatedCaches::default();
     let url: Arc<str> = "render://fixtures".into();
     // Every kind the PublishedResource allows is "listed" (maybe empty), as
@@ -122,24 +151,19 @@ fn caches(args: &RenderArgs, config: &ReadsConfig) -> Result<(RelatedCaches, Arc
     for g in config.kinds(true) {
         caches.service_or_new(&g).list_started();
     }
-    for (service, files) in [(false, &args.kcp_fixtures), (true, &args.service_fixtures)] {
-        for f in files {
-            for (i, v) in documents(f, "fixture")?.into_iter().enumerate() {
-                let at = format!("{} document {i}", f.display());
-                let (g, mut obj) = fixture(v, &at)?;
-                if service {
-                    caches.service_or_new(&g).listed(obj);
-                } else {
-                    // kcp objects are keyed by the workspace they are in.
-                    obj.metadata.annotations.get_or_insert_default().insert(
-                        crate::apis::kcp::CLUSTER_ANNOTATION.into(),
-                        args.cluster_name.clone(),
-                    );
-                    let cache: Arc<KcpCache> = caches.kcp_or_new(&g);
-                    cache.list_started(&url);
-                    cache.listed(&url, obj);
-                }
-            }
+    for f in fixtures {
+        let mut obj = f.obj.clone();
+        if f.service {
+            caches.service_or_new(&f.gvr).listed(obj);
+        } else {
+            // kcp objects are keyed by the workspace they are in.
+            obj.metadata.annotations.get_or_insert_default().insert(
+                crate::apis::kcp::CLUSTER_ANNOTATION.into(),
+                args.cluster_name.clone(),
+            );
+            let cache: Arc<KcpCache> = caches.kcp_or_new(&f.gvr);
+            cache.list_started(&url);
+            cache.listed(&url, obj);
         }
     }
     for g in config.kinds(false) {
@@ -148,7 +172,174 @@ fn caches(args: &RenderArgs, config: &ReadsConfig) -> Result<(RelatedCaches, Arc
     for g in config.kinds(true) {
         caches.service_or_new(&g).list_done();
     }
-    Ok((caches, url))
+    (caches, url)
+}
+
+/// The originals of one related resource among the fixtures of its origin
+/// side, for the agent's resolver.
+struct FixtureOriginals<'a> {
+    plural: String,
+    objects: Vec<&'a DynamicObject>,
+    namespaces: Vec<&'a DynamicObject>,
+}
+
+impl<'a> FixtureOriginals<'a> {
+    fn new(fixtures: &'a [Fixture], service: bool, gvr: &Gvr) -> Self {
+        let namespaces_gvr: Gvr = (String::new(), "v1".into(), "namespaces".into());
+        let of = |g: &Gvr| {
+            fixtures
+                .iter()
+                .filter(|f| f.service == service && f.gvr == *g)
+                .map(|f| &f.obj)
+                .collect()
+        };
+        FixtureOriginals {
+            plural: gvr.2.clone(),
+            objects: of(gvr),
+            namespaces: of(&namespaces_gvr),
+        }
+    }
+}
+
+fn labels_match(sel: &crate::apis::selector::Selector, o: &DynamicObject) -> bool {
+    use crate::apis::selector::SelectorExt as _;
+    sel.matches(&o.metadata.labels.clone().unwrap_or_default())
+}
+
+impl Originals for FixtureOriginals<'_> {
+    fn plural(&self) -> &str {
+        &self.plural
+    }
+
+    async fn get(&self, ns: &str, name: &str) -> Result<Option<DynamicObject>, kube::Error> {
+        Ok(self
+            .objects
+            .iter()
+            .find(|o| {
+                o.metadata.namespace.as_deref().unwrap_or_default() == ns
+                    && o.metadata.name.as_deref() == Some(name)
+            })
+            .map(|o| (*o).clone()))
+    }
+
+    async fn list(&self, ns: &str, labels: &str) -> Result<Vec<DynamicObject>, kube::Error> {
+        // As the API server answers a selector it cannot parse.
+        let sel = crate::apis::selector::parse(labels).map_err(|e| {
+            let mut s = kube::core::Status::failure(
+                &format!("unable to parse requirement: {e}"),
+                "BadRequest",
+            );
+            s.code = 400;
+            kube::Error::Api(Box::new(s))
+        })?;
+        Ok(self
+            .objects
+            .iter()
+            .filter(|o| {
+                o.metadata.namespace.as_deref().unwrap_or_default() == ns && labels_match(&sel, o)
+            })
+            .map(|o| (*o).clone())
+            .collect())
+    }
+
+    async fn namespaces(&self, field: &str, labels: &str) -> Result<Vec<String>, RelatedError> {
+        let sel = crate::apis::selector::parse(labels).map_err(|e| RelatedError::Config {
+            field: field.into(),
+            message: format!("label selector {labels:?}: {e}"),
+        })?;
+        Ok(self
+            .namespaces
+            .iter()
+            .filter(|o| labels_match(&sel, o))
+            .filter_map(|o| o.metadata.name.clone())
+            .collect())
+    }
+}
+
+/// The copies of the related objects of one primary (`obj` in kcp, `copy`
+/// its service copy), and what their mutations reported.
+async fn render_related(
+    related: &[Related],
+    templates: &dyn Templates,
+    fixtures: &[Fixture],
+    args: &RenderArgs,
+    origin: &Origin<'_>,
+    (obj, copy): (&Value, &Value),
+    reports: &mut Reports,
+) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for r in related {
+        let field = r.field();
+        let service = r.is_service();
+        let (origin_obj, dest_obj) = if service { (copy, obj) } else { (obj, copy) };
+        let prim = Primaries {
+            origin: origin_obj,
+            dest: dest_obj,
+            origin_side: r.spec.origin,
+            cluster: &args.cluster_name,
+            path: args.cluster_path.as_deref(),
+        };
+        let originals = FixtureOriginals::new(fixtures, service, &r.spec.origin_gvr());
+        let mut resolved = resolve(&field, &r.spec, &prim, templates, &originals)
+            .await
+            .map_err(|e| e.to_string())?;
+        resolved.sort_by_key(|x| {
+            format!(
+                "{}/{}",
+                x.original.metadata.namespace.as_deref().unwrap_or_default(),
+                x.original.metadata.name.as_deref().unwrap_or_default()
+            )
+        });
+        let (group, version, _) = r.spec.dest_gvr();
+        let api_version = if group.is_empty() {
+            version
+        } else {
+            format!("{group}/{version}")
+        };
+        for res in resolved {
+            let kind = res
+                .original
+                .types
+                .as_ref()
+                .map(|t| t.kind.clone())
+                .unwrap_or_default();
+            let from = format!(
+                "{}/{}",
+                res.original
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or_default(),
+                res.original.metadata.name.as_deref().unwrap_or_default()
+            );
+            let mut source = serde_json::to_value(&res.original)
+                .map_err(|e| format!("{field}: the original {from} is not JSON: {e}"))?;
+            crate::sync::strip::strip_metadata(&mut source);
+            let shape =
+                |v: Value| as_copy(v, &api_version, &kind, &res.dest_namespace, &res.dest_name);
+            if let Some(m) = &r.mutator {
+                // No copy exists yet: the mutation sees the projected
+                // original as the other side, as the agent's first pass does.
+                let projected = shape(source.clone());
+                reports.extend(
+                    m.mutate_spec(origin, &mut source, Some(&projected))
+                        .await
+                        .map_err(|e| format!("{field}: mutation: {e}"))?,
+                );
+            }
+            out.push(json!({
+                "identifier": r.spec.identifier,
+                "origin": if service { "service" } else { "kcp" },
+                "from": from,
+                "copy": {
+                    "namespace": Some(res.dest_namespace.clone()).filter(|n| !n.is_empty()),
+                    "name": res.dest_name,
+                    "body": shape(source),
+                },
+            }));
+        }
+    }
+    Ok(out)
 }
 
 /// One rendered object, or the failure of its plugins.
@@ -224,8 +415,14 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
     };
     let namer = host.namer(&pr, !args.cluster_scoped).await.map_err(setup)?;
     let mutator = host.mutator(&pr).await.map_err(setup)?;
+    let related = host.related(&pr).await.map_err(setup)?;
+    let templates = match related.is_empty() {
+        true => None,
+        false => Some(host.text_templates(&pr).await.map_err(setup)?),
+    };
     let config = Arc::new(ReadsConfig::of(&pr));
-    let (caches, url) = caches(args, &config)?;
+    let fixtures = fixtures(args)?;
+    let (caches, url) = caches(args, &config, &fixtures);
 
     let mut all_ok = true;
     let mut out = Vec::new();
@@ -251,7 +448,7 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         let origin = Origin::of(&key, args.cluster_path.as_deref(), &dynamic)
             .with_reads(host_reads.as_ref());
         let mut reports = Reports::default();
-        let result: Result<Value, String> = async {
+        let result: Result<(Value, Vec<Value>), String> = async {
             let (name, r) = namer.name(&origin, &obj).await?;
             reports.extend(r);
             let mut body = obj.clone();
@@ -266,7 +463,25 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
                     None => meta.remove("namespace"),
                 };
             }
-            Ok(json!({"namespace": name.namespace, "name": name.name, "body": body}))
+            let related = match &templates {
+                Some(t) => {
+                    render_related(
+                        &related,
+                        t.as_ref(),
+                        &fixtures,
+                        args,
+                        &origin,
+                        (&obj, &body),
+                        &mut reports,
+                    )
+                    .await?
+                }
+                None => vec![],
+            };
+            Ok((
+                json!({"namespace": name.namespace, "name": name.name, "body": body}),
+                related,
+            ))
         }
         .await;
         let reads: Vec<String> = reads
@@ -286,7 +501,12 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         let mut doc =
             json!({"object": key.to_string(), "events": events(&reports), "reads": reads});
         match result {
-            Ok(copy) => doc["copy"] = copy,
+            Ok((copy, related)) => {
+                doc["copy"] = copy;
+                if !related.is_empty() {
+                    doc["related"] = json!(related);
+                }
+            }
             Err(e) => {
                 all_ok = false;
                 doc["error"] = json!(e);
@@ -294,21 +514,8 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         }
         out.push(doc);
     }
-    let related: Vec<Value> = pr
-        .spec
-        .related
-        .iter()
-        .flatten()
-        .map(|r| json!({"identifier": r.identifier, "origin": r.origin}))
-        .collect();
     let mut stdout = std::io::stdout().lock();
     for doc in &out {
-        let mut doc = doc.clone();
-        if !related.is_empty() {
-            // Related objects are synced by the agent beside the copy; render
-            // names them, it does not resolve them.
-            doc["related"] = json!(related);
-        }
         let text = format!(
             "---\n{}",
             serde_yaml_ng::to_string(&doc).unwrap_or_default()

@@ -103,23 +103,14 @@ impl RelatedPass<'_> {
         // and forwarded through /status. Without, it is ordinary content.
         let mut source = original.clone();
         strip_metadata(&mut source);
-        // `v` is the original or a mutation's result checked below: an
-        // object; anything else passes through unchanged (and fails to parse
-        // as an object later, with an error).
-        let as_copy = |mut v: Value| -> Value {
-            if let Some(o) = v.as_object_mut() {
-                o.insert("apiVersion".into(), json!(dest_api.ar.api_version));
-                o.insert("kind".into(), json!(dest_api.ar.kind));
-            }
-            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("name".into(), json!(res.dest_name));
-                if res.dest_namespace.is_empty() {
-                    meta.remove("namespace");
-                } else {
-                    meta.insert("namespace".into(), json!(res.dest_namespace));
-                }
-            }
-            v
+        let as_copy = |v: Value| {
+            as_copy(
+                v,
+                &dest_api.ar.api_version,
+                &dest_api.ar.kind,
+                &res.dest_namespace,
+                &res.dest_name,
+            )
         };
         let existing_json = existing.as_ref().and_then(|e| serde_json::to_value(e).ok());
         if let Some(m) = &r.mutator {
@@ -295,6 +286,32 @@ impl RelatedPass<'_> {
 
 /// Create a Namespace in the consumer workspace (through the virtual
 /// workspace, which needs the `namespaces` claim) unless it exists.
+/// The copy of `v` (the stripped original, or a mutation's result): the
+/// destination's kind, name and namespace (none when `namespace` is
+/// empty). `v` is meant to be an object; anything else passes through
+/// unchanged (and fails to parse as an object later, with an error).
+pub(crate) fn as_copy(
+    mut v: Value,
+    api_version: &str,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("apiVersion".into(), json!(api_version));
+        o.insert("kind".into(), json!(kind));
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("name".into(), json!(name));
+        if namespace.is_empty() {
+            meta.remove("namespace");
+        } else {
+            meta.insert("namespace".into(), json!(namespace));
+        }
+    }
+    v
+}
+
 pub(super) async fn ensure_kcp_namespace(client: &Client, ns: &str) -> Result<(), kube::Error> {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     if api.get_opt(ns).await?.is_some() {

@@ -29,13 +29,15 @@ use super::ports::{Related, Templates};
 use super::strip::strip_metadata;
 use crate::apis::{
     RegularExpression, RelatedResourceObjectReference, RelatedResourceObjectSelector,
-    RelatedResourceObjectSpec, RelatedResourceOrigin,
+    RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec,
 };
 use crate::controller::runner::Outcome;
 use crate::controller::store::{KeyParts, ObjectKey};
+pub(crate) use copy::as_copy;
+pub(crate) use find::Primaries;
 use find::*;
-use resolve::Resolved;
 pub(super) use resolve::api_resource;
+pub(crate) use resolve::{Originals, Resolved, resolve};
 
 /// Annotation prefix on the kcp primary recording service-origin copies.
 pub const ANNOTATION_PREFIX: &str = "related-resources.syncagent.kcp.io/";
@@ -149,7 +151,19 @@ impl RelatedPass<'_> {
             cluster: &self.key.cluster,
             path: self.origin.path,
         };
-        let mut resolved = self.resolve(&field, r, &prim, &origin_api).await?;
+        let plugins = self.plugins.clone();
+        let templates = plugins.templates.as_deref().ok_or_else(|| {
+            config_err(
+                &field,
+                "no template evaluator is configured (internal error)",
+            )
+        })?;
+        let originals = resolve::ClusterOriginals {
+            pass: self,
+            api: &origin_api,
+            origin_side: r.spec.origin,
+        };
+        let mut resolved = resolve::resolve(&field, &r.spec, &prim, templates, &originals).await?;
         resolved.sort_by_key(|x| {
             format!(
                 "{}/{}",
