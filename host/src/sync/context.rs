@@ -273,7 +273,6 @@ impl SyncContext {
     /// runs twice per reconcile.
     pub(super) fn versions(&self, key: &ObjectKey) -> Option<(u64, u64)> {
         if !self.plugins().related.is_empty()
-            || self.reads.any()
             || self.namespace_filter.is_some()
             || self.namespace_metadata.is_some()
             || !self.copies.synced()

@@ -407,6 +407,11 @@ impl ReadHost for ObjectReads {
 #[derive(Default)]
 pub struct ReadDeps {
     inner: Mutex<Deps>,
+    /// Counts changes of objects plugins may read: a pass during which it
+    /// moved may have read something older than what is cached now (and
+    /// recorded its reads too late to be woken), so it is not memoised as
+    /// in sync.
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -443,6 +448,16 @@ impl ReadDeps {
         if !targets.is_empty() {
             d.by_object.insert(key.clone(), targets);
         }
+    }
+
+    /// An object of a kind plugins may read changed.
+    pub fn bump(&self) {
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Changes so far (see [`ReadDeps::bump`]).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// `key` is gone.

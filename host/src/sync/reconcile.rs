@@ -13,7 +13,9 @@
 //!
 //! A new object goes through all of them in one pass. The in-sync memo
 //! ([`super::context`]) skips a pass whose inputs did not change since it
-//! was last in sync.
+//! was last in sync; with `spec.reads`, a change to what a pass read
+//! clears its entry ([`super::watches`]), and a pass during which a
+//! readable object changed is not memoised.
 
 use std::sync::Arc;
 
@@ -35,6 +37,7 @@ use crate::controller::store::ObjectKey;
 impl SyncContext {
     pub async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, SyncError> {
         let before = self.versions(key);
+        let read_epoch = self.read_deps.epoch();
         if let Some(versions) = before
             && let Some(memo) = self
                 .in_sync
@@ -66,7 +69,9 @@ impl SyncContext {
         };
         let mut memo = self.in_sync.lock().unwrap_or_else(|e| e.into_inner());
         match (&result, self.versions(key)) {
-            (Ok(Outcome::Done), Some(versions)) if Some(versions) == left => {
+            (Ok(Outcome::Done), Some(versions))
+                if Some(versions) == left && self.read_deps.epoch() == read_epoch =>
+            {
                 let written_at = (before != Some(versions)).then(tokio::time::Instant::now);
                 memo.insert(
                     key.clone(),

@@ -327,9 +327,17 @@ pub async fn watch_related(
             .and_then(|a| a.get(CLUSTER_ANNOTATION))
             .map(String::as_str)
             .unwrap_or_default();
+        ctx.read_deps.bump();
         let readers = ctx.read_deps.readers(service_side, gvr_ref, cluster, o);
         if !readers.is_empty() {
             debug!(published_resource = %ctx.published_resource, objects = readers.len(), "an object plugins read changed");
+            // Their last pass read what changed: not in sync any more,
+            // whatever their own versions say.
+            let mut memo = ctx.in_sync.lock().unwrap_or_else(|e| e.into_inner());
+            for k in &readers {
+                memo.remove(k);
+            }
+            drop(memo);
             keys.extend(readers);
             keys.sort();
             keys.dedup();
