@@ -71,6 +71,15 @@ def load(path):
     return run
 
 
+def agent_title(a, run):
+    """The agent's column title; syncweave runs with a Wasm step (--plugin) say which."""
+    title = AGENT_TITLE.get(a["agent"], a["agent"])
+    plugin = run.get("options", {}).get("plugin", "none")
+    if a["agent"] == "syncweave" and plugin not in (None, "none"):
+        title += f", --plugin {plugin}"
+    return title
+
+
 def agents_of(runs):
     """(agent figures, run) for every agent of the runs, in AGENT_ORDER."""
     out = []
@@ -154,7 +163,7 @@ def probes_cell(p4):
 def side_by_side(runs):
     ags = agents_of(runs)
     ceiling = ceiling_rate(runs)
-    header = [""] + [AGENT_TITLE.get(a["agent"], a["agent"]) for a, _ in ags]
+    header = [""] + [agent_title(a, r) for a, r in ags]
 
     def row(label, f):
         return [label] + [f(a, r) for a, r in ags]

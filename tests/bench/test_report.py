@@ -141,6 +141,13 @@ class ReportTest(unittest.TestCase):
         out = report.startup([run], by_binary=True)
         self.assertIn("| 1 | `syncweave-179367c` | 0.19 s | 0.44 s | 51.2 MiB | 44.2 MiB | 5.5 MiB | 38.7 MiB | 0.14 s |", out)
 
+    def test_runs_with_a_wasm_step_are_labelled_by_it(self):
+        plain = {"kind": "side-by-side", "options": {"plugin": "none"}, "agents": [agent("syncweave", 50.0, 30.0)]}
+        reads = {"kind": "side-by-side", "options": {"plugin": "wasm-reads"}, "agents": [agent("syncweave", 48.0, 31.0)]}
+        header = report.side_by_side([plain, reads]).splitlines()[0]
+        self.assertIn("| syncweave |", header)
+        self.assertIn("| syncweave, --plugin wasm-reads |", header)
+
     def test_rust_symbols_are_demangled(self):
         self.assertEqual(
             report.demangle("_ZN9syncweave4sync6syncer6Syncer9reconcile17h0123456789abcdefE"),
