@@ -13,9 +13,12 @@ use serde_json::json;
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
-/// Related objects make the agent re-check every object every 30 s anyway;
-/// a read object's change wakes its readers at once.
-const WAIT: Duration = Duration::from_secs(90);
+/// Long enough for a cold compile of a Python or JavaScript component (an
+/// 18 MB component took 72 s in a debug build with four tests running on
+/// two cores); a wait ends as soon as what it waits for is there. Still
+/// shorter than the agent's periodic re-check (5 min), so test (a) fails
+/// if a read object's change does not wake its readers.
+const WAIT: Duration = Duration::from_secs(180);
 
 /// VirtualMachines (`compute.example.com/v1`, any content) on the service
 /// cluster, which the agent may manage.

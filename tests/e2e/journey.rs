@@ -23,7 +23,10 @@ use syncweave_tests::*;
 
 use crate::publish::{create_plugin, fetched_message, oci_spec, wait_plugin};
 
-const WAIT: Duration = Duration::from_secs(120);
+/// Long enough for a cold compile of a Python or JavaScript component (an
+/// 18 MB component took 72 s in a debug build with four tests running on
+/// two cores); a wait ends as soon as what it waits for is there.
+const WAIT: Duration = Duration::from_secs(180);
 
 /// The edit the author makes to the scaffolded mutator: besides the
 /// configured labels, label each object with its image's tag. The bug

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
-const WAIT: Duration = Duration::from_secs(60);
+/// Long enough for a cold compile of a Python or JavaScript component (an
+/// 18 MB component took 72 s in a debug build with four tests running on
+/// two cores); a wait ends as soon as what it waits for is there.
+const WAIT: Duration = Duration::from_secs(180);
 
 /// Template naming, declarative rules (built-in mutation plugin) and a
 /// `wasm` rule (the Rust example plugin) shape the service copy; a status

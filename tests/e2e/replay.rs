@@ -13,7 +13,10 @@ use syncweave::plugin::capture::{Capture, CaptureList, REDACTED_BASE64};
 use syncweave_tests::env::*;
 use syncweave_tests::*;
 
-const WAIT: Duration = Duration::from_secs(90);
+/// Long enough for a cold compile of a Python or JavaScript component (an
+/// 18 MB component took 72 s in a debug build with four tests running on
+/// two cores); a wait ends as soon as what it waits for is there.
+const WAIT: Duration = Duration::from_secs(180);
 
 /// The hostile test guest (tests/plugins/hostile), built from source.
 fn hostile_plugin() -> PathBuf {
