@@ -10,8 +10,9 @@
 //! - After each (re-)list, the keys of objects that vanished while the watch
 //!   was down are enqueued the same way, and a listed object is enqueued only
 //!   if it changed meanwhile; both at [`Priority::Low`], behind the watch
-//!   events of objects that change now; except objects created since the
-//!   list began ([`ListFreshness`]), which are new.
+//!   events of objects that change now. [`watch_changes`] gives listed
+//!   objects created since its list began [`Priority::High`]
+//!   ([`EventPriority`]).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -94,29 +95,37 @@ impl<O, K: Clone + Eq + Hash + Send + Sync + 'static> Feed<O, K> {
 /// agent's clock may trail the server's a little.
 const FRESH_BEFORE_LIST: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Which objects of a (re-)list are new: created since the list began
-/// (less [`FRESH_BEFORE_LIST`]). A consumer made them while the agent
-/// started, or while its watch was down; kube-runtime's watcher lists them
-/// rather than sending them as events, but they are as new as a watch
-/// event's and go ahead of the backlog ([`Priority::High`]).
+/// The queue priority of a watch's events. What a list finds goes behind
+/// what a watch event says, except objects created since the list began
+/// (less [`FRESH_BEFORE_LIST`]): a consumer made them while the agent
+/// started, or while its watch was down, and they are as new as a watch
+/// event's (kube-runtime's watcher lists them, it does not send them as
+/// events).
 #[derive(Default)]
-pub struct ListFreshness {
+pub struct EventPriority {
     list_began: Option<k8s_openapi::jiff::Timestamp>,
 }
 
-impl ListFreshness {
-    /// A (re-)list begins now.
-    pub fn list_started(&mut self) {
-        self.list_began = Some(k8s_openapi::jiff::Timestamp::now());
-    }
-
-    /// Whether listed object `o` is new.
-    pub fn is_new<O: kube::Resource>(&self, o: &O) -> bool {
-        let since = self
-            .list_began
-            .and_then(|t| t.checked_sub(FRESH_BEFORE_LIST).ok());
-        let created = o.meta().creation_timestamp.as_ref().map(|t| t.0);
-        matches!((created, since), (Some(c), Some(s)) if c >= s)
+impl EventPriority {
+    pub fn of<O: kube::Resource>(&mut self, ev: &Event<O>) -> Priority {
+        match ev {
+            Event::Apply(_) | Event::Delete(_) => Priority::High,
+            Event::Init => {
+                self.list_began = Some(k8s_openapi::jiff::Timestamp::now());
+                Priority::Low
+            }
+            Event::InitApply(o) => {
+                let fresh = self
+                    .list_began
+                    .and_then(|t| t.checked_sub(FRESH_BEFORE_LIST).ok());
+                let created = o.meta().creation_timestamp.as_ref().map(|t| t.0);
+                match (created, fresh) {
+                    (Some(c), Some(f)) if c >= f => Priority::High,
+                    _ => Priority::Low,
+                }
+            }
+            Event::InitDone => Priority::Low,
+        }
     }
 }
 
@@ -136,17 +145,11 @@ pub async fn watch_changes<O, K>(
     O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     K: Clone + Eq + Hash + Send + Sync + std::fmt::Display + 'static,
 {
+    let mut priorities = EventPriority::default();
     super::watch::drive(
         kube::runtime::watcher(api, cfg),
         |ev| {
-            // What a list finds goes behind what a watch event says (an
-            // `on_change` may queue a list's new objects itself, see
-            // [`ListFreshness`]).
-            let priority = match ev {
-                kube::runtime::watcher::Event::Apply(_)
-                | kube::runtime::watcher::Event::Delete(_) => Priority::High,
-                _ => Priority::Low,
-            };
+            let priority = priorities.of(&ev);
             for k in on_change(super::store::Change::from(ev)) {
                 tracing::debug!(side, key = %k, %priority, "event");
                 queue.add_with(k, priority);
@@ -191,7 +194,7 @@ mod tests {
     }
 
     #[test]
-    fn listed_objects_created_since_the_list_began_are_new() {
+    fn listed_objects_created_since_the_list_began_go_first() {
         use k8s_openapi::api::core::v1::ConfigMap;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
         use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -201,19 +204,31 @@ mod tests {
                 Some(Time(Timestamp::now() - SignedDuration::from_secs(ago)));
             cm
         };
-        let mut f = ListFreshness::default();
-        assert!(
-            !f.is_new(&created(0)),
-            "before a list began, nothing is known to be new"
+        let mut p = EventPriority::default();
+        assert_eq!(
+            p.of(&Event::InitApply(created(0))),
+            Priority::Low,
+            "before any Init, nothing is known to be new"
         );
-        f.list_started();
-        assert!(!f.is_new(&created(600)), "backlog");
-        assert!(!f.is_new(&ConfigMap::default()), "no creation time");
-        assert!(
-            f.is_new(&created(1)),
+        assert_eq!(p.of(&Event::<ConfigMap>::Init), Priority::Low);
+        assert_eq!(
+            p.of(&Event::InitApply(created(600))),
+            Priority::Low,
+            "backlog"
+        );
+        assert_eq!(
+            p.of(&Event::InitApply(ConfigMap::default())),
+            Priority::Low,
+            "no creation time"
+        );
+        assert_eq!(
+            p.of(&Event::InitApply(created(1))),
+            Priority::High,
             "created as the list began (whole seconds)"
         );
-        assert!(f.is_new(&created(0)));
+        assert_eq!(p.of(&Event::<ConfigMap>::InitDone), Priority::Low);
+        assert_eq!(p.of(&Event::Apply(created(600))), Priority::High);
+        assert_eq!(p.of(&Event::Delete(created(600))), Priority::High);
     }
 
     #[test]

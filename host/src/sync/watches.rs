@@ -13,7 +13,7 @@
 //! Watch events go ahead of what a (re-)list finds
 //! ([`crate::controller::queue::Priority`]).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ use super::labels::*;
 use super::related::api_resource;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 use crate::apis::selector::{Selector, SelectorExt};
-use crate::controller::feed::{ListFreshness, watch_changes};
+use crate::controller::feed::watch_changes;
 use crate::controller::queue::WorkQueue;
 use crate::controller::store::{Change, KcpCache, KeyParts, ObjectKey};
 
@@ -158,44 +158,21 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
     };
     let api: Api<DynamicObject> = Api::all_with(client, &ctx.remote.ar);
     let cache: &KcpCache = &ctx.cache;
-    // Objects a consumer created while the agent started (or the watch was
-    // down) come in the list, not as events: queued as new, ahead of it.
-    let mut freshness = ListFreshness::default();
-    let mut new_keys: HashSet<ObjectKey> = HashSet::new();
-    let new_queue = queue.clone();
     watch_loop(
         "kcp",
         api,
         watcher::Config::default(),
         queue,
-        move |ev| match ev {
+        |ev| match ev {
             Change::ListStart => {
-                freshness.list_started();
-                new_keys.clear();
                 cache.list_started(&url);
                 vec![]
             }
             Change::Listed(o) => {
-                if freshness.is_new(&o)
-                    && let Some(k) = crate::controller::store::key_of(&o)
-                {
-                    new_keys.insert(k);
-                }
                 cache.listed(&url, o);
                 vec![]
             }
-            Change::ListDone => {
-                let mut keys = cache.list_done(&url);
-                keys.retain(|k| {
-                    let new = new_keys.contains(k);
-                    if new {
-                        new_queue.add(k.clone());
-                    }
-                    !new
-                });
-                new_keys.clear();
-                keys
-            }
+            Change::ListDone => cache.list_done(&url),
             Change::Apply(o) => cache.apply(&url, o).into_iter().collect(),
             Change::Delete(o) => cache.delete(&url, &o).into_iter().collect(),
         },
