@@ -5,10 +5,17 @@
 //! nothing), and converting a metav1 `LabelSelector` with an error that says
 //! what to fix.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 pub use kube::core::{Expression, Selector, SelectorExt};
+
+/// Whether an object's `metadata.labels` (absent: none) match `sel`,
+/// without copying them.
+pub fn matches_labels(sel: &Selector, labels: Option<&BTreeMap<String, String>>) -> bool {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    sel.matches(labels.unwrap_or(&NONE))
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{0}")]
@@ -169,6 +176,14 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn absent_labels_are_no_labels() {
+        let sel = parse("a=b").unwrap();
+        assert!(!matches_labels(&sel, None));
+        assert!(matches_labels(&sel, Some(&labels(&[("a", "b")]))));
+        assert!(matches_labels(&parse("!a").unwrap(), None));
     }
 
     #[test]

@@ -10,9 +10,7 @@
 //! - After each (re-)list, the keys of objects that vanished while the watch
 //!   was down are enqueued the same way, and a listed object is enqueued only
 //!   if it changed meanwhile; both at [`Priority::Low`], behind the watch
-//!   events of objects that change now. [`watch_changes`] gives listed
-//!   objects created since its list began [`Priority::High`]
-//!   ([`EventPriority`]).
+//!   events of objects that change now.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -90,45 +88,6 @@ impl<O, K: Clone + Eq + Hash + Send + Sync + 'static> Feed<O, K> {
     }
 }
 
-/// How far before a list began an object's creation may be and still make
-/// it new: creation timestamps have whole seconds (truncated), and the
-/// agent's clock may trail the server's a little.
-const FRESH_BEFORE_LIST: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The queue priority of a watch's events. What a list finds goes behind
-/// what a watch event says, except objects created since the list began
-/// (less [`FRESH_BEFORE_LIST`]): a consumer made them while the agent
-/// started, or while its watch was down, and they are as new as a watch
-/// event's (kube-runtime's watcher lists them, it does not send them as
-/// events).
-#[derive(Default)]
-pub struct EventPriority {
-    list_began: Option<k8s_openapi::jiff::Timestamp>,
-}
-
-impl EventPriority {
-    pub fn of<O: kube::Resource>(&mut self, ev: &Event<O>) -> Priority {
-        match ev {
-            Event::Apply(_) | Event::Delete(_) => Priority::High,
-            Event::Init => {
-                self.list_began = Some(k8s_openapi::jiff::Timestamp::now());
-                Priority::Low
-            }
-            Event::InitApply(o) => {
-                let fresh = self
-                    .list_began
-                    .and_then(|t| t.checked_sub(FRESH_BEFORE_LIST).ok());
-                let created = o.meta().creation_timestamp.as_ref().map(|t| t.0);
-                match (created, fresh) {
-                    (Some(c), Some(f)) if c >= f => Priority::High,
-                    _ => Priority::Low,
-                }
-            }
-            Event::InitDone => Priority::Low,
-        }
-    }
-}
-
 /// Watch `api` for as long as it runs (the watcher re-lists after errors,
 /// paced by [`super::watch::drive`]) and enqueue the keys that `on_change`
 /// returns for each event. `side` names the server in logs;
@@ -145,11 +104,15 @@ pub async fn watch_changes<O, K>(
     O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
     K: Clone + Eq + Hash + Send + Sync + std::fmt::Display + 'static,
 {
-    let mut priorities = EventPriority::default();
     super::watch::drive(
         kube::runtime::watcher(api, cfg),
         |ev| {
-            let priority = priorities.of(&ev);
+            // What a list finds goes behind what a watch event says.
+            let priority = match ev {
+                kube::runtime::watcher::Event::Apply(_)
+                | kube::runtime::watcher::Event::Delete(_) => Priority::High,
+                _ => Priority::Low,
+            };
             for k in on_change(super::store::Change::from(ev)) {
                 tracing::debug!(side, key = %k, %priority, "event");
                 queue.add_with(k, priority);
@@ -191,44 +154,6 @@ mod tests {
         }
         keys.sort();
         keys
-    }
-
-    #[test]
-    fn listed_objects_created_since_the_list_began_go_first() {
-        use k8s_openapi::api::core::v1::ConfigMap;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-        use k8s_openapi::jiff::{SignedDuration, Timestamp};
-        let created = |ago: i64| {
-            let mut cm = ConfigMap::default();
-            cm.metadata.creation_timestamp =
-                Some(Time(Timestamp::now() - SignedDuration::from_secs(ago)));
-            cm
-        };
-        let mut p = EventPriority::default();
-        assert_eq!(
-            p.of(&Event::InitApply(created(0))),
-            Priority::Low,
-            "before any Init, nothing is known to be new"
-        );
-        assert_eq!(p.of(&Event::<ConfigMap>::Init), Priority::Low);
-        assert_eq!(
-            p.of(&Event::InitApply(created(600))),
-            Priority::Low,
-            "backlog"
-        );
-        assert_eq!(
-            p.of(&Event::InitApply(ConfigMap::default())),
-            Priority::Low,
-            "no creation time"
-        );
-        assert_eq!(
-            p.of(&Event::InitApply(created(1))),
-            Priority::High,
-            "created as the list began (whole seconds)"
-        );
-        assert_eq!(p.of(&Event::<ConfigMap>::InitDone), Priority::Low);
-        assert_eq!(p.of(&Event::Apply(created(600))), Priority::High);
-        assert_eq!(p.of(&Event::Delete(created(600))), Priority::High);
     }
 
     #[test]

@@ -20,7 +20,6 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 
 use super::ports::Related;
-use crate::apis::selector::SelectorExt;
 use crate::controller::store::{KcpCache, KeyParts, ObjectKey, Store};
 
 /// Group, version and resource (the plain resource name, also in kcp: the
@@ -199,7 +198,7 @@ impl SideApi {
         if let (true, Ok(sel)) = (self.cached(), crate::apis::selector::parse(labels)) {
             let matches = |o: &DynamicObject| {
                 o.metadata.namespace.as_deref().unwrap_or_default() == ns
-                    && sel.matches(&o.metadata.labels.clone().unwrap_or_default())
+                    && crate::apis::selector::matches_labels(&sel, o.metadata.labels.as_ref())
             };
             let found = match &self.cache {
                 // Indexed by namespace.

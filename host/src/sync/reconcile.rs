@@ -114,12 +114,11 @@ impl SyncContext {
         if remote.metadata.deletion_timestamp.is_some() {
             return super::deletion::run(self, key, kcp_api, &remote, has_finalizer).await;
         }
-        if let Some(f) = &self.resource_filter {
-            let labels = remote.metadata.labels.clone().unwrap_or_default();
-            if !f.matches(&labels) {
-                debug!(%key, "object does not match spec.filter.resource; skipping");
-                return Ok(Outcome::Done);
-            }
+        if let Some(f) = &self.resource_filter
+            && !crate::apis::selector::matches_labels(f, remote.metadata.labels.as_ref())
+        {
+            debug!(%key, "object does not match spec.filter.resource; skipping");
+            return Ok(Outcome::Done);
         }
         if !self.namespace_admitted(key).await? {
             debug!(%key, "object's namespace does not match spec.filter.namespace; skipping");

@@ -29,7 +29,7 @@ use super::error::RelatedError;
 use super::labels::*;
 use super::related::api_resource;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
-use crate::apis::selector::{Selector, SelectorExt};
+use crate::apis::selector::Selector;
 use crate::controller::feed::watch_changes;
 use crate::controller::queue::WorkQueue;
 use crate::controller::store::{Change, KcpCache, KeyParts, ObjectKey};
@@ -431,7 +431,7 @@ fn primaries_of(
         &ctx.remote.ar
     };
     let labels_match = |sel: &Selector, o: &DynamicObject| {
-        sel.matches(&o.metadata.labels.clone().unwrap_or_default())
+        crate::apis::selector::matches_labels(sel, o.metadata.labels.as_ref())
     };
     let mut out = Vec::new();
     for t in triggers {

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::apis::PublishedResource;
 use crate::controller::store::{KcpCache, KeyParts, ObjectKey};
 use crate::plugin::chain::PluginHost;
-use crate::sync::caches::{Gvr, RelatedCaches};
+use crate::sync::caches::{Gvr, RelatedCaches, namespaces_gvr};
 use crate::sync::error::RelatedError;
 use crate::sync::ports::{Origin, Related, Reports, Templates};
 use crate::sync::reads::{ObjectReads, ReadsConfig};
@@ -185,7 +185,6 @@ struct FixtureOriginals<'a> {
 
 impl<'a> FixtureOriginals<'a> {
     fn new(fixtures: &'a [Fixture], service: bool, gvr: &Gvr) -> Self {
-        let namespaces_gvr: Gvr = (String::new(), "v1".into(), "namespaces".into());
         let of = |g: &Gvr| {
             fixtures
                 .iter()
@@ -196,14 +195,13 @@ impl<'a> FixtureOriginals<'a> {
         FixtureOriginals {
             plural: gvr.2.clone(),
             objects: of(gvr),
-            namespaces: of(&namespaces_gvr),
+            namespaces: of(&namespaces_gvr()),
         }
     }
 }
 
 fn labels_match(sel: &crate::apis::selector::Selector, o: &DynamicObject) -> bool {
-    use crate::apis::selector::SelectorExt as _;
-    sel.matches(&o.metadata.labels.clone().unwrap_or_default())
+    crate::apis::selector::matches_labels(sel, o.metadata.labels.as_ref())
 }
 
 impl Originals for FixtureOriginals<'_> {
@@ -280,16 +278,9 @@ async fn render_related(
             path: args.cluster_path.as_deref(),
         };
         let originals = FixtureOriginals::new(fixtures, service, &r.spec.origin_gvr());
-        let mut resolved = resolve(&field, &r.spec, &prim, templates, &originals)
+        let resolved = resolve(&field, &r.spec, &prim, templates, &originals)
             .await
             .map_err(|e| e.to_string())?;
-        resolved.sort_by_key(|x| {
-            format!(
-                "{}/{}",
-                x.original.metadata.namespace.as_deref().unwrap_or_default(),
-                x.original.metadata.name.as_deref().unwrap_or_default()
-            )
-        });
         let (group, version, _) = r.spec.dest_gvr();
         let api_version = if group.is_empty() {
             version

@@ -284,8 +284,6 @@ impl RelatedPass<'_> {
     }
 }
 
-/// Create a Namespace in the consumer workspace (through the virtual
-/// workspace, which needs the `namespaces` claim) unless it exists.
 /// The copy of `v` (the stripped original, or a mutation's result): the
 /// destination's kind, name and namespace (none when `namespace` is
 /// empty). `v` is meant to be an object; anything else passes through
@@ -312,6 +310,8 @@ pub(crate) fn as_copy(
     v
 }
 
+/// Create a Namespace in the consumer workspace (through the virtual
+/// workspace, which needs the `namespaces` claim) unless it exists.
 pub(super) async fn ensure_kcp_namespace(client: &Client, ns: &str) -> Result<(), kube::Error> {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     if api.get_opt(ns).await?.is_some() {

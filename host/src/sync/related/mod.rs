@@ -163,14 +163,7 @@ impl RelatedPass<'_> {
             api: &origin_api,
             origin_side: r.spec.origin,
         };
-        let mut resolved = resolve::resolve(&field, &r.spec, &prim, templates, &originals).await?;
-        resolved.sort_by_key(|x| {
-            format!(
-                "{}/{}",
-                x.original.metadata.namespace.as_deref().unwrap_or_default(),
-                x.original.metadata.name.as_deref().unwrap_or_default()
-            )
-        });
+        let resolved = resolve::resolve(&field, &r.spec, &prim, templates, &originals).await?;
         let mut requeue = false;
         for (idx, res) in resolved.iter().enumerate() {
             requeue |= self

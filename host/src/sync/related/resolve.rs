@@ -62,7 +62,8 @@ impl Originals for ClusterOriginals<'_> {
 }
 
 /// Find the originals of related resource `spec` (at `field`) and the
-/// names of their copies.
+/// names of their copies, in the order of their `namespace/name` (which
+/// numbers the annotations recording service-origin copies).
 pub(crate) async fn resolve(
     field: &str,
     spec: &RelatedResourceSpec,
@@ -130,6 +131,13 @@ pub(crate) async fn resolve(
             }
         }
     }
+    out.sort_by_key(|x| {
+        format!(
+            "{}/{}",
+            x.original.metadata.namespace.as_deref().unwrap_or_default(),
+            x.original.metadata.name.as_deref().unwrap_or_default()
+        )
+    });
     Ok(out)
 }
 
