@@ -83,14 +83,14 @@ spec:
 }
 
 /// Build the plugin project `<repo>/<dir>` with `syncweave plugin build`
-/// into `out`, as a provider would; the path of component `name`.
-fn build_plugin(dir: &str, name: &str, out: &std::path::Path) -> String {
-    let src = author::repo().join(dir);
+/// into target/plugins, as a provider would; the path of component `name`.
+fn build_plugin(dir: &str, name: &str) -> String {
+    let out = author::repo().join("target/plugins");
     let result = std::process::Command::new(crate::binary())
         .args(["plugin", "build"])
-        .arg(&src)
+        .arg(author::repo().join(dir))
         .arg("--out")
-        .arg(out)
+        .arg(&out)
         .output()
         .expect("syncweave plugin build runs");
     assert!(
@@ -102,6 +102,32 @@ fn build_plugin(dir: &str, name: &str, out: &std::path::Path) -> String {
     out.join(format!("{name}.wasm"))
         .to_string_lossy()
         .into_owned()
+}
+
+/// A consumer whose binding accepts the `namespaces` claim that
+/// `spec.reads.consumerNamespace` adds (waited for first), serving
+/// VirtualMachines.
+async fn consumer_with_namespaces(env: &Env) -> (Workspace, kube::Client) {
+    env.wait_for_export_claim("", "namespaces").await;
+    env.consumer_serving(
+        "consumer",
+        &[("", "events"), ("", "namespaces")],
+        &vm_gvk(),
+        "virtualmachines",
+    )
+    .await
+}
+
+/// Merge `labels` into the consumer's Namespace `default`.
+async fn label_default_namespace(client: &kube::Client, labels: serde_json::Value) {
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .patch(
+            "default",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": labels}})),
+        )
+        .await
+        .unwrap();
 }
 
 /// Example (a): a Go plugin, built from source here, copies the labels of
@@ -119,8 +145,7 @@ async fn a_go_plugin_copies_the_consumer_namespace_labels_and_follows_their_chan
     {
         panic!("`go` is not on PATH: install Go 1.24 or newer (tests/run.sh expects it)");
     }
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let labeler = build_plugin("examples/go-labeler", "go-labeler", &out);
+    let labeler = build_plugin("examples/go-labeler", "go-labeler");
     let env = Env::start("contract-a", crate::binary()).await;
     vm_kind(&env).await;
     env.publish_yaml(&format!(
@@ -141,25 +166,12 @@ spec:
 "#
     ))
     .await;
-    env.wait_for_export_claim("", "namespaces").await;
-    let (consumer, client) = env
-        .consumer_serving(
-            "consumer",
-            &[("", "events"), ("", "namespaces")],
-            &vm_gvk(),
-            "virtualmachines",
-        )
-        .await;
-    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-        kube::Api::all(client.clone());
-    namespaces
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"labels": {"team": "web", "cost-center": "cc-7", "other": "x"}}})),
-        )
-        .await
-        .unwrap();
+    let (consumer, client) = consumer_with_namespaces(&env).await;
+    label_default_namespace(
+        &client,
+        json!({"team": "web", "cost-center": "cc-7", "other": "x"}),
+    )
+    .await;
     vms(&client, "default")
         .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
         .await
@@ -189,14 +201,7 @@ spec:
     );
 
     // The consumer relabels the Namespace; the copy follows.
-    namespaces
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"labels": {"team": "payments"}}})),
-        )
-        .await
-        .unwrap();
+    label_default_namespace(&client, json!({"team": "payments"})).await;
     eventually("the copy with the new team", WAIT, || async {
         Ok(get_opt(&local, "vm")
             .await?
@@ -213,8 +218,7 @@ spec:
 /// label's arrival wakes the object (the agent watches what the namer read).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_namer_places_the_copy_by_a_label_of_the_consumer_namespace() {
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins");
-    let namer = build_plugin("tests/plugins/team-namer", "test-team-namer", &out);
+    let namer = build_plugin("tests/plugins/team-namer", "test-team-namer");
     let env = Env::start("contract-d", crate::binary()).await;
     vm_kind(&env).await;
     env.publish_yaml(&format!(
@@ -230,15 +234,7 @@ spec:
 "#
     ))
     .await;
-    env.wait_for_export_claim("", "namespaces").await;
-    let (_consumer, client) = env
-        .consumer_serving(
-            "consumer",
-            &[("", "events"), ("", "namespaces")],
-            &vm_gvk(),
-            "virtualmachines",
-        )
-        .await;
+    let (_consumer, client) = consumer_with_namespaces(&env).await;
     vms(&client, "default")
         .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
         .await
@@ -263,16 +259,7 @@ spec:
     })
     .await;
 
-    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-        kube::Api::all(client.clone());
-    namespaces
-        .patch(
-            "default",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"labels": {"team": "blue"}}})),
-        )
-        .await
-        .unwrap();
+    label_default_namespace(&client, json!({"team": "blue"})).await;
     let local = vms(&env.service_client, "team-blue");
     let copy = eventually("the copy in the team's namespace", WAIT, || async {
         get_opt(&local, "default-vm").await
