@@ -192,10 +192,11 @@ fn a_bad_plugin_cache_size_is_refused_naming_the_variable() {
 }
 
 /// `syncweave render` on the committed example (examples/render): the
-/// copy's body as the plugins make it, the Warning the agent would record,
+/// copy's body as the plugins make it, its related copies, the status an
+/// observed copy sends up, the Warning the agent would record,
 /// and the three exit codes.
 #[test]
-fn render_shows_the_copy_its_related_objects_and_the_events_with_distinct_exit_codes() {
+fn render_shows_the_copy_its_related_objects_its_status_and_the_events_with_distinct_exit_codes() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     for p in ["python-subnet", "rust-tenant"] {
         assert!(
@@ -208,6 +209,7 @@ fn render_shows_the_copy_its_related_objects_and_the_events_with_distinct_exit_c
             .current_dir(&repo)
             .args(["render", pr, "examples/render/virtualmachines.yaml"])
             .args(["--kcp-fixtures", "examples/render/kcp-fixtures.yaml"])
+            .args(["--observed", "examples/render/observed.yaml"])
             .output()
             .expect("binary runs");
         (
@@ -257,6 +259,14 @@ fn render_shows_the_copy_its_related_objects_and_the_events_with_distinct_exit_c
         None,
         "{out}"
     );
+    // Status up from the observed copy of vm-a, through the status
+    // mutation; vm-b has no observed copy, so no status.
+    assert_eq!(
+        docs[0]["status"],
+        serde_json::json!({"phase": "Running", "internalIP": "10.0.0.7"}),
+        "hostNode deleted by spec.mutation.status: {out}"
+    );
+    assert_eq!(docs[1].get("status"), None, "{out}");
     assert_eq!(docs[1]["events"][0]["type"], "Warning", "{out}");
     assert_eq!(docs[1]["events"][0]["reason"], "SubnetMissing", "{out}");
 

@@ -42,6 +42,12 @@ pub struct RenderArgs {
     /// documents).
     #[arg(long = "service-fixtures", value_name = "FILE")]
     pub service_fixtures: Vec<PathBuf>,
+    /// Copies as the service cluster holds them, with the status its
+    /// controllers wrote (YAML, several documents): each is matched to a
+    /// rendered copy by namespace and name, and the status the kcp object
+    /// would get (after `spec.mutation.status`) is shown as `status`.
+    #[arg(long = "observed", value_name = "FILE")]
+    pub observed: Vec<PathBuf>,
     /// The consumer's logical cluster name.
     #[arg(long, default_value = "2x8fkdtr3b1z")]
     pub cluster_name: String,
@@ -333,7 +339,22 @@ async fn render_related(
     Ok(out)
 }
 
-/// One rendered object, or the failure of its plugins.
+/// The observed copy (`--observed`) at `namespace`/`name`, if any.
+fn observed_copy<'a>(
+    observed: &'a [Value],
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<&'a Value> {
+    observed.iter().find(|o| {
+        o["metadata"]["name"].as_str() == Some(name)
+            && o["metadata"]["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                == namespace
+    })
+}
+
+/// The Events of one object's plugin reports, as the agent records them.
 fn events(reports: &Reports) -> Vec<Value> {
     crate::sync::plugin_reports::said(reports)
         .into_iter()
@@ -378,6 +399,14 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         .objects
         .iter()
         .map(|f| documents(f, "object"))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let observed: Vec<Value> = args
+        .observed
+        .iter()
+        .map(|f| documents(f, "observed copy"))
         .collect::<Result<Vec<_>, _>>()?
         .into_iter()
         .flatten()
@@ -439,7 +468,7 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         let origin = Origin::of(&key, args.cluster_path.as_deref(), &dynamic)
             .with_reads(host_reads.as_ref());
         let mut reports = Reports::default();
-        let result: Result<(Value, Vec<Value>), String> = async {
+        let result: Result<(Value, Vec<Value>, Option<Value>), String> = async {
             let (name, r) = namer.name(&origin, &obj).await?;
             reports.extend(r);
             let mut body = obj.clone();
@@ -469,9 +498,22 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
                 }
                 None => vec![],
             };
+            // Status up: the observed copy of this one, through the status
+            // mutations (with the kcp object beside it), as the agent runs them.
+            let status = match observed_copy(&observed, name.namespace.as_deref(), &name.name) {
+                Some(found) => {
+                    let mut copy = found.clone();
+                    if let Some(m) = &mutator {
+                        reports.extend(m.mutate_status(&origin, &mut copy, Some(&obj)).await?);
+                    }
+                    Some(copy.get("status").cloned().unwrap_or(Value::Null))
+                }
+                None => None,
+            };
             Ok((
                 json!({"namespace": name.namespace, "name": name.name, "body": body}),
                 related,
+                status,
             ))
         }
         .await;
@@ -492,10 +534,13 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
         let mut doc =
             json!({"object": key.to_string(), "events": events(&reports), "reads": reads});
         match result {
-            Ok((copy, related)) => {
+            Ok((copy, related, status)) => {
                 doc["copy"] = copy;
                 if !related.is_empty() {
                     doc["related"] = json!(related);
+                }
+                if let Some(status) = status {
+                    doc["status"] = status;
                 }
             }
             Err(e) => {
