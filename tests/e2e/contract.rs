@@ -269,6 +269,92 @@ spec:
     env.wait_for_ready("publish-vms", "True", "Syncing").await;
 }
 
+/// A plugin reads the LogicalCluster of the consumer's workspace
+/// (`spec.reads.logicalCluster`, tests/plugins/reader built from source
+/// here): the copy carries the workspace's path, and follows an annotation
+/// of the LogicalCluster when an administrator changes it (the agent caches
+/// LogicalClusters through the virtual workspace and wakes the objects
+/// that read the changed one).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_reads_the_consumer_logical_cluster_and_follows_its_annotations() {
+    let reader = build_plugin("tests/plugins/reader", "test-reader");
+    let env = Env::start("contract-e", crate::binary()).await;
+    vm_kind(&env).await;
+    env.publish_yaml(&format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-vms
+spec:
+  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
+  naming: {{namespace: "{{{{ .ClusterName }}}}", name: "{{{{ .Object.metadata.name }}}}"}}
+  reads: {{logicalCluster: true}}
+  mutation:
+    spec:
+      - wasm:
+          source: file://{reader}
+          config: {{mode: logical-cluster}}
+"#
+    ))
+    .await;
+    env.wait_for_export_claim("core.kcp.io", "logicalclusters")
+        .await;
+    let (consumer, client) = env
+        .consumer_serving(
+            "consumer",
+            &[("", "events"), ("core.kcp.io", "logicalclusters")],
+            &vm_gvk(),
+            "virtualmachines",
+        )
+        .await;
+    vms(&client, "default")
+        .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
+        .await
+        .unwrap();
+    let local = vms(&env.service_client, &consumer.cluster);
+    let annotation = |c: &kube::api::DynamicObject, k: &str| {
+        c.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(k).cloned())
+    };
+    let copy = eventually("the copy with the workspace path", WAIT, || async {
+        Ok(get_opt(&local, "vm")
+            .await?
+            .filter(|c| annotation(c, "syncweave.test/workspace-path").is_some()))
+    })
+    .await;
+    assert_eq!(
+        annotation(&copy, "syncweave.test/workspace-path").as_deref(),
+        Some(consumer.path.as_str())
+    );
+    assert_eq!(annotation(&copy, "syncweave.test/tier"), None);
+
+    // An administrator annotates the workspace's LogicalCluster; the copy
+    // follows well before the periodic re-check (5 min).
+    dynamic_api(
+        &client,
+        &gvk("core.kcp.io", "v1alpha1", "LogicalCluster"),
+        "logicalclusters",
+        None,
+    )
+    .patch(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {"example.com/tier": "gold"}}})),
+    )
+    .await
+    .unwrap();
+    eventually("the copy with the new tier", WAIT, || async {
+        Ok(get_opt(&local, "vm")
+            .await?
+            .filter(|c| annotation(c, "syncweave.test/tier").as_deref() == Some("gold")))
+    })
+    .await;
+    env.wait_for_ready("publish-vms", "True", "Syncing").await;
+}
+
 /// Example (b): a Python plugin fills a field from a related object and
 /// warns while that object is missing; the object syncs all along, and
 /// the field follows the related object when it appears and changes. A

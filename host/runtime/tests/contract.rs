@@ -197,7 +197,8 @@ fn reads_are_served_by_the_read_host_and_the_report_comes_back() {
             .collect::<Vec<_>>(),
         [
             "kcp namespaces (v1): the consumer's team label",
-            "service configmaps (v1): database ConfigMaps"
+            "service configmaps (v1): database ConfigMaps",
+            "kcp logicalclusters (core.kcp.io/v1alpha1): the workspace's path and tier"
         ]
     );
     assert_eq!(info.examples[0].reads.len(), 2);
@@ -229,7 +230,8 @@ fn an_undeclared_read_is_refused_naming_the_declarations() {
     assert_eq!(
         e.message,
         "read failed: not-allowed: the plugin may not get service secrets (v1) ns/token: \
-         describe() declares reads of kcp namespaces (v1), service configmaps (v1); add \
+         describe() declares reads of kcp namespaces (v1), service configmaps (v1), kcp \
+         logicalclusters (core.kcp.io/v1alpha1); add \
          service secrets (v1) to plugin-info.reads to read it (the operator must allow it too)"
     );
     assert!(

@@ -123,6 +123,13 @@ pub struct ReadsSpec {
     /// APIExport.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumer_namespace: Option<bool>,
+    /// Plugins may `get` the LogicalCluster of the object's workspace
+    /// (`core.kcp.io/v1alpha1 logicalclusters`, side kcp, name `cluster`):
+    /// its annotations (`kcp.io/path`), labels, owner and phase. Needs the
+    /// `core.kcp.io logicalclusters` permission claim, which the agent then
+    /// adds to its APIExport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_cluster: Option<bool>,
     /// Plugins may `get` and `list` the kcp-side objects of this
     /// PublishedResource's related resources (`spec.related`, by their kcp
     /// group/version/resource), in the workspace and namespace of the
@@ -153,6 +160,7 @@ impl ReadsSpec {
     /// Whether anything at all is readable.
     pub fn any(&self) -> bool {
         self.consumer_namespace == Some(true)
+            || self.logical_cluster == Some(true)
             || self.related == Some(true)
             || self.service.as_ref().is_some_and(|s| !s.is_empty())
     }

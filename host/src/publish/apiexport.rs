@@ -173,7 +173,9 @@ pub async fn reconcile(
 /// The APIExport's permission claims, as upstream: events always;
 /// namespaces as soon as one resource filters on them, copies keys from
 /// them (`managedNamespaceMetadata.fromConsumerNamespace`), lets plugins
-/// read them (`reads.consumerNamespace`) or has related resources; LogicalClusters with workspace paths; and every related
+/// read them (`reads.consumerNamespace`) or has related resources;
+/// LogicalClusters with workspace paths, workspace-deletion handling or
+/// plugin reads of them (`reads.logicalCluster`); and every related
 /// resource's kcp-side type that the export does not own (`schemas`, by
 /// group/resource), with its identity hash.
 pub fn permission_claims(
@@ -212,6 +214,11 @@ pub fn permission_claims(
                 .lifecycle
                 .as_ref()
                 .is_some_and(|l| l.workspace_deletion.is_some())
+            || pr
+                .spec
+                .reads
+                .as_ref()
+                .is_some_and(|r| r.logical_cluster == Some(true))
     }) {
         claims.push(Claim::new("core.kcp.io", "logicalclusters"));
     }
@@ -297,5 +304,25 @@ spec:
             names(&permission_claims(&[&pods], &owned)),
             ["/events/", "/namespaces/"]
         );
+    }
+
+    #[test]
+    fn plugin_reads_claim_what_they_read() {
+        let claims = |reads: &str| {
+            let p = pr(&format!(
+                "{{metadata: {{name: a}}, spec: {{resource: {{apiGroup: example.com, kind: \
+                 CronTab}}, reads: {reads}}}}}"
+            ));
+            names(&permission_claims(&[&p], &BTreeMap::new()))
+        };
+        assert_eq!(
+            claims("{consumerNamespace: true}"),
+            ["/events/", "/namespaces/"]
+        );
+        assert_eq!(
+            claims("{logicalCluster: true}"),
+            ["/events/", "core.kcp.io/logicalclusters/"]
+        );
+        assert_eq!(claims("{logicalCluster: false}"), ["/events/"]);
     }
 }

@@ -114,6 +114,16 @@ pub fn namespaces_gvr() -> Gvr {
     (String::new(), "v1".into(), "namespaces".into())
 }
 
+/// kcp's LogicalClusters (one per workspace, named `cluster`), cached when
+/// plugins may read them (`spec.reads.logicalCluster`).
+pub fn logical_clusters_gvr() -> Gvr {
+    (
+        "core.kcp.io".into(),
+        "v1alpha1".into(),
+        "logicalclusters".into(),
+    )
+}
+
 /// One side of a related resource: a client, the resource on it, and its
 /// cache (see [`super::caches`]).
 pub(super) struct SideApi {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use kube::api::DynamicObject;
 use syncweave_runtime::{AllowList, Allowed, ReadError, ReadHost, Resource, Scope, Side};
 
-use super::caches::{Gvr, namespaces_gvr};
+use super::caches::{Gvr, logical_clusters_gvr, namespaces_gvr};
 use crate::apis::PublishedResource;
 use crate::controller::store::{KcpCache, KeyParts, ObjectKey, Store};
 use syncweave_runtime::rules::Selector;
@@ -31,6 +31,8 @@ use syncweave_runtime::rules::Selector;
 pub struct ReadsConfig {
     /// `consumerNamespace: true`: the object's own Namespace in kcp.
     pub consumer_namespace: bool,
+    /// `logicalCluster: true`: the LogicalCluster of the object's workspace.
+    pub logical_cluster: bool,
     /// `related: true`: the kcp-side kinds of the related resources, in the
     /// object's workspace and namespace.
     pub related: BTreeSet<Gvr>,
@@ -55,6 +57,7 @@ impl ReadsConfig {
         let spec = pr.spec.reads.as_ref().unwrap_or(&default);
         let mut c = ReadsConfig {
             consumer_namespace: spec.consumer_namespace == Some(true),
+            logical_cluster: spec.logical_cluster == Some(true),
             ..ReadsConfig::default()
         };
         if spec.related == Some(true) {
@@ -81,6 +84,13 @@ impl ReadsConfig {
             allowed.push(Allowed {
                 side: Side::Kcp,
                 resource: resource(&namespaces_gvr()),
+                scope: Scope::Cluster,
+            });
+        }
+        if c.logical_cluster {
+            allowed.push(Allowed {
+                side: Side::Kcp,
+                resource: resource(&logical_clusters_gvr()),
                 scope: Scope::Cluster,
             });
         }
@@ -122,10 +132,16 @@ impl ReadsConfig {
             if self.consumer_namespace {
                 out.insert(namespaces_gvr());
             }
+            if self.logical_cluster {
+                out.insert(logical_clusters_gvr());
+            }
             out
         }
     }
 }
+
+/// The name of the one LogicalCluster in every workspace.
+const LOGICAL_CLUSTER_NAME: &str = "cluster";
 
 /// What one read looked at, for [`ReadDeps`]: a kind on a side, in a
 /// workspace (kcp) and namespace, one object by name or (`None`) every
@@ -219,6 +235,10 @@ impl ObjectReads {
                     && name.is_some()
                     && name == self.namespace.as_deref()
                     && self.namespace.is_some()
+            }
+            Side::Kcp if *g == logical_clusters_gvr() && self.config.logical_cluster => {
+                // Only the workspace's own LogicalCluster, by its one name.
+                namespace.is_none() && name == Some(LOGICAL_CLUSTER_NAME)
             }
             Side::Kcp => {
                 self.config.related.contains(g)
@@ -676,6 +696,64 @@ mod tests {
             reads.get(Side::Kcp, &ns, None, "shop"),
             Err(ReadError::Unavailable(_))
         ));
+    }
+
+    #[test]
+    fn the_logical_cluster_is_its_workspaces_own_answered_from_the_cache_and_wakes_its_reader() {
+        let cfg = config("  reads: {logicalCluster: true}\n");
+        assert!(cfg.kinds(false).contains(&logical_clusters_gvr()));
+        let caches = super::super::caches::RelatedCaches::default();
+        let url: Arc<str> = "https://shard/vw".into();
+        let cache = caches.kcp_or_new(&logical_clusters_gvr());
+        cache.list_started(&url);
+        for (cluster, path) in [("c1", "root:team-a"), ("c2", "root:team-b")] {
+            cache.listed(
+                &url,
+                obj(
+                    json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+                    "metadata": {"name": "cluster",
+                        "annotations": {"kcp.io/cluster": cluster, "kcp.io/path": path}}}),
+                ),
+            );
+        }
+        cache.list_done(&url);
+        let k = key("c1", "shop", "vm");
+        let reads = ObjectReads::new(cfg, &k, &caches, Some(url));
+        let lc = Resource::new("core.kcp.io", "v1alpha1", "logicalclusters");
+        let got = reads.get(Side::Kcp, &lc, None, "cluster").unwrap().unwrap();
+        let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["metadata"]["annotations"]["kcp.io/path"], "root:team-a");
+        // Another name, a namespace or a list: refused, naming spec.reads.
+        for r in [
+            reads.get(Side::Kcp, &lc, None, "other").map(|_| ()),
+            reads
+                .get(Side::Kcp, &lc, Some("shop"), "cluster")
+                .map(|_| ()),
+            reads.list(Side::Kcp, &lc, None, None).map(|_| ()),
+        ] {
+            match r {
+                Err(ReadError::NotAllowed(m)) => assert!(m.contains("spec.reads"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // The read is recorded, so a change of that LogicalCluster (and
+        // of no other workspace's) re-syncs the object.
+        let deps = ReadDeps::default();
+        deps.record(&k, reads.targets());
+        let changed = |cluster: &str| {
+            obj(
+                json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+                "metadata": {"name": "cluster", "annotations": {"kcp.io/cluster": cluster}}}),
+            )
+        };
+        assert_eq!(
+            deps.readers(false, &logical_clusters_gvr(), "c1", &changed("c1")),
+            vec![k]
+        );
+        assert!(
+            deps.readers(false, &logical_clusters_gvr(), "c2", &changed("c2"))
+                .is_empty()
+        );
     }
 
     #[test]

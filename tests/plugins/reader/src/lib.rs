@@ -13,7 +13,11 @@
 //! with a 70 000-byte message; `bad-status` reports status "true";
 //! `no-reads` returns the object untouched without reading; `namespace`
 //! only gets the object's kcp namespace and copies its `team` label (the
-//! benchmark's reading plugin, beside `no-reads`). A read error
+//! benchmark's reading plugin, beside `no-reads`); `logical-cluster` gets
+//! the LogicalCluster of the object's workspace and annotates the object
+//! `syncweave.test/workspace-path` with its `kcp.io/path` and
+//! `syncweave.test/tier` with its `example.com/tier` annotation (when
+//! set). A read error
 //! is returned as the plugin's internal error `read failed: <kind>: <msg>`.
 
 wit_bindgen::generate!({ path: "../../../wit/v0.2", world: "mutator" });
@@ -33,6 +37,14 @@ fn namespaces() -> Resource {
         group: String::new(),
         version: "v1".into(),
         resource: "namespaces".into(),
+    }
+}
+
+fn logical_clusters() -> Resource {
+    Resource {
+        group: "core.kcp.io".into(),
+        version: "v1alpha1".into(),
+        resource: "logicalclusters".into(),
     }
 }
 
@@ -110,6 +122,11 @@ impl Meta for Reader {
                     resource: configmaps(),
                     purpose: "database ConfigMaps".into(),
                 },
+                ReadDeclaration {
+                    side: Side::Kcp,
+                    resource: logical_clusters(),
+                    purpose: "the workspace's path and tier".into(),
+                },
             ],
         }
     }
@@ -153,6 +170,29 @@ impl Mutation for Reader {
                 };
                 if let Some(team) = team {
                     obj["metadata"]["labels"]["syncweave.test/team"] = team.into();
+                }
+                return Ok(Mutated {
+                    object: obj.to_string(),
+                    report,
+                });
+            }
+            "logical-cluster" => {
+                let lc = reads::get(Side::Kcp, &logical_clusters(), None, "cluster")
+                    .map_err(read_failed)?
+                    .ok_or_else(|| {
+                        PluginError::Internal("the workspace has no LogicalCluster".into())
+                    })?;
+                let lc: serde_json::Value = serde_json::from_str(&lc).map_err(|e| {
+                    PluginError::Internal(format!("LogicalCluster is not JSON: {e}"))
+                })?;
+                let annotations = &lc["metadata"]["annotations"];
+                for (from, to) in [
+                    ("kcp.io/path", "syncweave.test/workspace-path"),
+                    ("example.com/tier", "syncweave.test/tier"),
+                ] {
+                    if let Some(v) = annotations[from].as_str() {
+                        obj["metadata"]["annotations"][to] = v.into();
+                    }
                 }
                 return Ok(Mutated {
                     object: obj.to_string(),
