@@ -55,7 +55,7 @@ impl RelatedCaches {
             .cloned()
     }
 
-    pub(crate) fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
+    pub fn kcp_or_new(&self, gvr: &Gvr) -> Arc<KcpCache> {
         self.kcp
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -64,7 +64,7 @@ impl RelatedCaches {
             .clone()
     }
 
-    pub(crate) fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
+    pub fn service_or_new(&self, gvr: &Gvr) -> Arc<Store<DynamicObject>> {
         self.service
             .lock()
             .unwrap_or_else(|e| e.into_inner())

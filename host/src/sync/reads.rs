@@ -178,7 +178,7 @@ pub struct ObjectReads {
 }
 
 impl ObjectReads {
-    pub(crate) fn new(
+    pub fn new(
         config: Arc<ReadsConfig>,
         key: &ObjectKey,
         caches: &super::caches::RelatedCaches,
