@@ -18,7 +18,7 @@
 //! dictionary ([`super::pack`]); a read inflates and decodes the one object
 //! it needs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -175,7 +175,10 @@ pub struct KcpCache {
 
 #[derive(Default)]
 struct Inner {
-    objects: HashMap<ObjectKey, Entry>,
+    /// Ordered by workspace first (the key's order), so the objects of one
+    /// workspace are a range: a plugin's `list` in its own workspace does
+    /// not scan every workspace's objects.
+    objects: BTreeMap<ObjectKey, Entry>,
     /// Logical cluster → the URL that serves it.
     routes: HashMap<String, Arc<str>>,
     /// URLs whose initial list has completed.
@@ -392,10 +395,17 @@ impl KcpCache {
         by_key: impl Fn(&ObjectKey) -> bool,
         keep: impl Fn(&DynamicObject) -> bool,
     ) -> Vec<Arc<DynamicObject>> {
+        // The smallest key of the workspace: no namespace sorts first.
+        let first = ObjectKey::new(KeyParts {
+            cluster: cluster.to_string(),
+            namespace: None,
+            name: String::new(),
+        });
         self.read()
             .objects
-            .iter()
-            .filter(|(k, _)| k.cluster == cluster && by_key(k))
+            .range(first..)
+            .take_while(|(k, _)| k.cluster == cluster)
+            .filter(|(k, _)| by_key(k))
             .filter_map(|(_, e)| e.obj.unpack(&self.dict).filter(|o| keep(o)))
             .collect()
     }
@@ -797,6 +807,36 @@ mod tests {
 
     fn key(cluster: &str, name: &str) -> ObjectKey {
         crate::testing::object_key(cluster, Some("default"), name)
+    }
+
+    /// A list in one workspace sees that workspace's objects only, also
+    /// beside a workspace whose name it is a prefix of, and cluster-scoped
+    /// ones (no namespace) as well.
+    #[test]
+    fn a_list_stays_in_its_workspace() {
+        let c = KcpCache::new();
+        let url: Arc<str> = "https://shard".into();
+        for (cluster, name) in [("a", "x"), ("a", "y"), ("ab", "z"), ("b", "w"), ("", "v")] {
+            c.apply(&url, obj(cluster, name, "1"));
+        }
+        let mut ns_less = obj("a", "cluster", "1");
+        ns_less.metadata.namespace = None;
+        c.apply(&url, ns_less);
+        let names = |cluster: &str| {
+            let mut v: Vec<String> = c
+                .list(cluster, |_| true, |_| true)
+                .iter()
+                .filter_map(|o| o.metadata.name.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names("a"), ["cluster", "x", "y"]);
+        assert_eq!(names("ab"), ["z"]);
+        assert_eq!(names("b"), ["w"]);
+        assert!(names("c").is_empty());
+        let in_default = c.list("a", |k| k.namespace.as_deref() == Some("default"), |_| true);
+        assert_eq!(in_default.len(), 2);
     }
 
     /// Removing the last finalizer deletes the object: when the watch's
