@@ -63,31 +63,37 @@ fn caches(url: &Arc<str>) -> RelatedCaches {
         namespaces_gvr(),
         &mut (0..WORKSPACES).flat_map(|w| {
             (0..NAMESPACES).map(move |n| {
-                obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                obj(
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
                     "name": format!("ns{n}"),
                     "labels": {"team": format!("team-{}", w % 17)},
-                    "annotations": {"kcp.io/cluster": cluster(w)}}}))
+                    "annotations": {"kcp.io/cluster": cluster(w)}}}),
+                )
             })
         }),
     );
     fill(
         logical_clusters_gvr(),
         &mut (0..WORKSPACES).map(|w| {
-            obj(json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+            obj(
+                json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
                 "metadata": {"name": "cluster", "annotations": {
                     "kcp.io/cluster": cluster(w), "kcp.io/path": format!("root:org:team-{w}")}},
-                "status": {"phase": "Ready"}}))
+                "status": {"phase": "Ready"}}),
+            )
         }),
     );
     fill(
         configmaps_gvr(),
         &mut (0..WORKSPACES).flat_map(|w| {
             (0..CONFIGMAPS).map(move |i| {
-                obj(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                obj(
+                    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
                     "name": format!("cm{i}"), "namespace": "ns0",
                     "labels": {"app": if i % 2 == 0 { "db" } else { "web" }},
                     "annotations": {"kcp.io/cluster": cluster(w)}},
-                    "data": {"key": "value".repeat(8)}}))
+                    "data": {"key": "value".repeat(8)}}),
+                )
             })
         }),
     );
@@ -146,7 +152,12 @@ fn main() {
     let cms = Resource::core("v1", "configmaps");
     // Check the answers once, so the rows time what they say.
     assert!(reads.get(Side::Kcp, &ns, None, "ns0").unwrap().is_some());
-    assert!(reads.get(Side::Kcp, &lc, None, "cluster").unwrap().is_some());
+    assert!(
+        reads
+            .get(Side::Kcp, &lc, None, "cluster")
+            .unwrap()
+            .is_some()
+    );
     assert_eq!(
         reads
             .list(Side::Kcp, &cms, Some("ns0"), Some("app=db"))
