@@ -104,18 +104,42 @@ fn build_plugin(dir: &str, name: &str) -> String {
         .into_owned()
 }
 
-/// A consumer whose binding accepts the `namespaces` claim that
-/// `spec.reads.consumerNamespace` adds (waited for first), serving
-/// VirtualMachines.
-async fn consumer_with_namespaces(env: &Env) -> (Workspace, kube::Client) {
-    env.wait_for_export_claim("", "namespaces").await;
+/// A consumer serving VirtualMachines whose binding accepts the claim
+/// (`group`, `resource`) that a `spec.reads` entry adds to the export
+/// (waited for first): `namespaces` for `consumerNamespace`,
+/// `core.kcp.io logicalclusters` for `logicalCluster`.
+async fn consumer_accepting(env: &Env, group: &str, resource: &str) -> (Workspace, kube::Client) {
+    env.wait_for_export_claim(group, resource).await;
     env.consumer_serving(
         "consumer",
-        &[("", "events"), ("", "namespaces")],
+        &[("", "events"), (group, resource)],
         &vm_gvk(),
         "virtualmachines",
     )
     .await
+}
+
+/// A PublishedResource of VirtualMachines (copies in the namespace named
+/// after the workspace) whose spec mutation is one `wasm` step of the
+/// component at `source` with `config`; `reads` is `spec.reads`.
+fn one_step_pr(reads: &str, source: &str, config: &str) -> String {
+    format!(
+        r#"
+apiVersion: syncagent.kcp.io/v1alpha1
+kind: PublishedResource
+metadata:
+  name: publish-vms
+spec:
+  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
+  naming: {{namespace: "{{{{ .ClusterName }}}}", name: "{{{{ .Object.metadata.name }}}}"}}
+  reads: {reads}
+  mutation:
+    spec:
+      - wasm:
+          source: file://{source}
+          config: {config}
+"#
+    )
 }
 
 /// Merge `labels` into the consumer's Namespace `default`.
@@ -148,25 +172,13 @@ async fn a_go_plugin_copies_the_consumer_namespace_labels_and_follows_their_chan
     let labeler = build_plugin("examples/go-labeler", "go-labeler");
     let env = Env::start("contract-a", crate::binary()).await;
     vm_kind(&env).await;
-    env.publish_yaml(&format!(
-        r#"
-apiVersion: syncagent.kcp.io/v1alpha1
-kind: PublishedResource
-metadata:
-  name: publish-vms
-spec:
-  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
-  naming: {{namespace: "{{{{ .ClusterName }}}}", name: "{{{{ .Object.metadata.name }}}}"}}
-  reads: {{consumerNamespace: true}}
-  mutation:
-    spec:
-      - wasm:
-          source: file://{labeler}
-          config: {{prefix: consumer.example.com/, keys: [team, cost-center]}}
-"#
+    env.publish_yaml(&one_step_pr(
+        "{consumerNamespace: true}",
+        &labeler,
+        "{prefix: consumer.example.com/, keys: [team, cost-center]}",
     ))
     .await;
-    let (consumer, client) = consumer_with_namespaces(&env).await;
+    let (consumer, client) = consumer_accepting(&env, "", "namespaces").await;
     label_default_namespace(
         &client,
         json!({"team": "web", "cost-center": "cc-7", "other": "x"}),
@@ -234,7 +246,7 @@ spec:
 "#
     ))
     .await;
-    let (_consumer, client) = consumer_with_namespaces(&env).await;
+    let (_consumer, client) = consumer_accepting(&env, "", "namespaces").await;
     vms(&client, "default")
         .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
         .await
@@ -280,34 +292,13 @@ async fn a_plugin_reads_the_consumer_logical_cluster_and_follows_its_annotations
     let reader = build_plugin("tests/plugins/reader", "test-reader");
     let env = Env::start("contract-e", crate::binary()).await;
     vm_kind(&env).await;
-    env.publish_yaml(&format!(
-        r#"
-apiVersion: syncagent.kcp.io/v1alpha1
-kind: PublishedResource
-metadata:
-  name: publish-vms
-spec:
-  resource: {{kind: VirtualMachine, apiGroup: compute.example.com, versions: [v1]}}
-  naming: {{namespace: "{{{{ .ClusterName }}}}", name: "{{{{ .Object.metadata.name }}}}"}}
-  reads: {{logicalCluster: true}}
-  mutation:
-    spec:
-      - wasm:
-          source: file://{reader}
-          config: {{mode: logical-cluster}}
-"#
+    env.publish_yaml(&one_step_pr(
+        "{logicalCluster: true}",
+        &reader,
+        "{mode: logical-cluster}",
     ))
     .await;
-    env.wait_for_export_claim("core.kcp.io", "logicalclusters")
-        .await;
-    let (consumer, client) = env
-        .consumer_serving(
-            "consumer",
-            &[("", "events"), ("core.kcp.io", "logicalclusters")],
-            &vm_gvk(),
-            "virtualmachines",
-        )
-        .await;
+    let (consumer, client) = consumer_accepting(&env, "core.kcp.io", "logicalclusters").await;
     vms(&client, "default")
         .create(&PostParams::default(), &vm("vm", json!({"cpus": 2})))
         .await

@@ -85,6 +85,15 @@ fn documents(path: &Path, what: &str) -> Result<Vec<Value>, BadInput> {
     Ok(out)
 }
 
+/// Every document of every file in `paths`, in order.
+fn all_documents(paths: &[PathBuf], what: &str) -> Result<Vec<Value>, BadInput> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend(documents(p, what)?);
+    }
+    Ok(out)
+}
+
 /// The plural resource of a kind, by the rules Kubernetes applies to
 /// most kinds (`Namespace` → `namespaces`, `Policy` → `policies`).
 fn plural(kind: &str) -> String {
@@ -395,22 +404,8 @@ async fn render(args: &RenderArgs) -> Result<bool, BadInput> {
             problems.join("; ")
         )));
     }
-    let objects: Vec<Value> = args
-        .objects
-        .iter()
-        .map(|f| documents(f, "object"))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    let observed: Vec<Value> = args
-        .observed
-        .iter()
-        .map(|f| documents(f, "observed copy"))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let objects = all_documents(&args.objects, "object")?;
+    let observed = all_documents(&args.observed, "observed copy")?;
 
     let runtime = syncweave_runtime::Runtime::new(syncweave_runtime::RuntimeConfig::default())
         .context("starting the Wasm runtime")

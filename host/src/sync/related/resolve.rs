@@ -131,7 +131,8 @@ pub(crate) async fn resolve(
             }
         }
     }
-    out.sort_by_key(|x| {
+    // One key per original, not one per comparison.
+    out.sort_by_cached_key(|x| {
         format!(
             "{}/{}",
             x.original.metadata.namespace.as_deref().unwrap_or_default(),
