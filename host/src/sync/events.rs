@@ -13,6 +13,7 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use tracing::debug;
 
+use crate::controller::queue::WorkQueue;
 use crate::controller::store::ObjectKey;
 
 /// Upstream's event reasons on kcp objects.
@@ -98,17 +99,46 @@ const REPEAT_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
 const BACKLOG: usize = 1024;
 /// Distinct recent Events remembered for de-duplication.
 const REMEMBERED: usize = 10_000;
+/// Queued keys in a sync's work queue from which that sync has a backlog
+/// (an initial sync, a resync, a burst) and Events give way to it.
+const BACKLOG_KEYS: usize = 32;
+/// While a sync has a backlog, at most one Event per this interval: kcp's
+/// writes go to the objects first, and the Events follow once it drains.
+const BACKLOG_PACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The sync work queues Events give way to (weak: a sync that stops is
+/// forgotten).
+type Backlogs = Arc<Mutex<Vec<std::sync::Weak<WorkQueue<ObjectKey>>>>>;
+
+/// How long to wait before the next Event: [`BACKLOG_PACE`] while any
+/// queue in `backlogs` holds [`BACKLOG_KEYS`] or more keys, else none.
+fn pace(backlogs: &Backlogs) -> Option<std::time::Duration> {
+    let mut queues = backlogs.lock().unwrap_or_else(|e| e.into_inner());
+    queues.retain(|q| q.strong_count() > 0);
+    queues
+        .iter()
+        .filter_map(|q| q.upgrade())
+        .any(|q| q.len() >= BACKLOG_KEYS)
+        .then_some(BACKLOG_PACE)
+}
 
 /// Posts the agent's Events about consumers' objects (one recorder for every
 /// PublishedResource): the same Event (object, reason,
 /// message) is posted once per [`REPEAT_WINDOW`], through one bounded queue
 /// and one task, so 10 000 failing objects retried every 30 s cost 10 000
 /// Events per window, not 20 000 a minute, and no task per Event.
+///
+/// Events give way to the sync: while a sync's queue has a backlog (see
+/// [`Recorder::give_way_to`]) they are posted at most one per
+/// [`BACKLOG_PACE`], so that on saturated servers the objects' own writes
+/// (finalizer, copy, state) are not slowed by Events about them; beyond the
+/// bounded queue they are dropped and counted.
 pub struct Recorder {
     tx: tokio::sync::mpsc::Sender<(kube::Client, Event)>,
     rx: Mutex<Option<tokio::sync::mpsc::Receiver<(kube::Client, Event)>>>,
     recent: Mutex<std::collections::HashMap<u64, tokio::time::Instant>>,
     dropped: std::sync::atomic::AtomicU64,
+    backlogs: Backlogs,
 }
 
 impl Default for Recorder {
@@ -119,6 +149,7 @@ impl Default for Recorder {
             rx: Mutex::new(Some(rx)),
             recent: Default::default(),
             dropped: Default::default(),
+            backlogs: Default::default(),
         }
     }
 }
@@ -174,6 +205,14 @@ impl Recorder {
         true
     }
 
+    /// Pace Events while `queue` (a sync's work queue) has a backlog.
+    pub fn give_way_to(&self, queue: &Arc<WorkQueue<ObjectKey>>) {
+        self.backlogs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(queue));
+    }
+
     /// Events dropped because the backlog was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
@@ -185,8 +224,14 @@ impl Recorder {
         let Some(mut rx) = self.rx.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return;
         };
+        // Only the queues: holding the recorder would hold its sender, and
+        // the channel would never close.
+        let backlogs = self.backlogs.clone();
         drop(self);
         while let Some((client, event)) = rx.recv().await {
+            if let Some(wait) = pace(&backlogs) {
+                tokio::time::sleep(wait).await;
+            }
             post(client, event).await;
         }
     }
@@ -354,6 +399,28 @@ mod tests {
 
     fn key(name: &str) -> ObjectKey {
         crate::testing::object_key("c", Some("ns"), name)
+    }
+
+    #[test]
+    fn events_give_way_to_a_sync_with_a_backlog() {
+        let recorder = Recorder::default();
+        let queue = WorkQueue::new(
+            std::time::Duration::from_millis(1),
+            std::time::Duration::from_millis(2),
+        );
+        recorder.give_way_to(&queue);
+        // A few queued keys (a burst a few workers take at once): no pace.
+        for i in 0..BACKLOG_KEYS - 1 {
+            queue.add(key(&format!("o{i}")));
+        }
+        assert_eq!(pace(&recorder.backlogs), None);
+        // A backlog (an initial sync): one Event per BACKLOG_PACE.
+        queue.add_low(key("last"));
+        assert_eq!(pace(&recorder.backlogs), Some(BACKLOG_PACE));
+        // A sync that stopped is forgotten.
+        drop(queue);
+        assert_eq!(pace(&recorder.backlogs), None);
+        assert!(recorder.backlogs.lock().unwrap().is_empty());
     }
 
     #[test]
