@@ -157,27 +157,78 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
         }
     };
     let api: Api<DynamicObject> = Api::all_with(client, &ctx.remote.ar);
-    let cache: &KcpCache = &ctx.cache;
-    watch_loop(
-        "kcp",
-        api,
-        watcher::Config::default(),
-        queue,
-        |ev| match ev {
+    let mut feed = KcpFeed::new(&ctx.cache, url, queue.clone());
+    watch_loop("kcp", api, watcher::Config::default(), queue, |ev| {
+        feed.on_change(ev)
+    })
+    .await;
+}
+
+/// One shard's kcp events into the cache and the keys to reconcile. The
+/// keys of a (re-)list go out when it is complete, at low priority, behind
+/// watch events, except objects created since this watch began: those are
+/// what consumers make now, in the list only because it was still running
+/// (a restart's list of 100 000 objects takes a while), and they go ahead
+/// of the backlog as their watch event would have.
+struct KcpFeed<'a> {
+    cache: &'a KcpCache,
+    url: Arc<str>,
+    queue: Arc<WorkQueue<ObjectKey>>,
+    /// creationTimestamp has whole seconds: objects of the second the watch
+    /// began count as new. A clock skew between kcp and the agent only moves
+    /// objects between the two priorities.
+    began: k8s_openapi::jiff::Timestamp,
+    /// Listed objects created since `began`, until their list is done.
+    fresh: Vec<ObjectKey>,
+}
+
+impl<'a> KcpFeed<'a> {
+    fn new(cache: &'a KcpCache, url: Arc<str>, queue: Arc<WorkQueue<ObjectKey>>) -> Self {
+        KcpFeed {
+            cache,
+            url,
+            queue,
+            began: k8s_openapi::jiff::Timestamp::now(),
+            fresh: Vec::new(),
+        }
+    }
+
+    fn on_change(&mut self, ev: Change<DynamicObject>) -> Vec<ObjectKey> {
+        let (cache, url) = (self.cache, &self.url);
+        match ev {
             Change::ListStart => {
-                cache.list_started(&url);
+                self.fresh.clear();
+                cache.list_started(url);
                 vec![]
             }
             Change::Listed(o) => {
-                cache.listed(&url, o);
+                if self.created_since_began(&o)
+                    && let Some(k) = crate::controller::store::key_of(&o)
+                {
+                    self.fresh.push(k);
+                }
+                cache.listed(url, o);
                 vec![]
             }
-            Change::ListDone => cache.list_done(&url),
-            Change::Apply(o) => cache.apply(&url, o).into_iter().collect(),
-            Change::Delete(o) => cache.delete(&url, &o).into_iter().collect(),
-        },
-    )
-    .await;
+            Change::ListDone => {
+                // In the cache first, then handed out.
+                let keys = cache.list_done(url);
+                for k in self.fresh.drain(..) {
+                    self.queue.add(k);
+                }
+                keys
+            }
+            Change::Apply(o) => cache.apply(url, o).into_iter().collect(),
+            Change::Delete(o) => cache.delete(url, &o).into_iter().collect(),
+        }
+    }
+
+    fn created_since_began(&self, o: &DynamicObject) -> bool {
+        o.metadata
+            .creation_timestamp
+            .as_ref()
+            .is_some_and(|t| t.0.as_second() >= self.began.as_second())
+    }
 }
 
 /// Watch `api` on `side` ("kcp" or "service") for as long as it runs and
@@ -484,4 +535,62 @@ fn primaries_of(
         debug!(published_resource = %ctx.published_resource, primaries = out.len(), "related object changed");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::object_key;
+
+    fn crontab(name: &str, created: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "example.com/v1",
+            "kind": "CronTab",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "resourceVersion": "1",
+                "creationTimestamp": created,
+                "annotations": {"kcp.io/cluster": "ws1"},
+            },
+        }))
+        .unwrap()
+    }
+
+    /// A restart's list: the backlog made before the agent started, and
+    /// one object a consumer created while the list ran. That one is
+    /// reconciled first, though the list hands out keys sorted; the backlog
+    /// follows.
+    #[tokio::test]
+    async fn an_object_created_during_the_initial_list_goes_ahead_of_the_backlog() {
+        let cache = KcpCache::new();
+        let queue = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
+        let mut feed = KcpFeed::new(&cache, "https://shard".into(), queue.clone());
+        let now = feed.began.to_string();
+        let keys: Vec<ObjectKey> = [
+            Change::ListStart,
+            Change::Listed(crontab("old-1", "2026-01-01T00:00:00Z")),
+            Change::Listed(crontab("old-2", "2026-01-01T00:00:01Z")),
+            Change::Listed(crontab("z-new", &now)),
+            Change::Listed(crontab("old-3", "2026-01-01T00:00:02Z")),
+            Change::ListDone,
+        ]
+        .into_iter()
+        .flat_map(|ev| feed.on_change(ev))
+        .collect();
+        // The caller queues what a list returns at low priority.
+        for k in keys {
+            queue.add_low(k);
+        }
+        let key = |n| object_key("ws1", Some("default"), n);
+        assert_eq!(queue.get().await, Some(key("z-new")));
+        assert!(
+            cache.get(&key("z-new")).is_some(),
+            "in the cache when handed out"
+        );
+        assert_eq!(queue.get().await, Some(key("old-1")));
+        assert_eq!(queue.get().await, Some(key("old-2")));
+        assert_eq!(queue.get().await, Some(key("old-3")));
+        assert!(feed.fresh.is_empty());
+    }
 }
