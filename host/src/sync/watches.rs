@@ -169,7 +169,11 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
 /// watch events, except objects created since this watch began: those are
 /// what consumers make now, in the list only because it was still running
 /// (a restart's list of 100 000 objects takes a while), and they go ahead
-/// of the backlog as their watch event would have.
+/// of the backlog as their watch event would have. At most [`FRESH_MAX`]
+/// of them, the newest by resourceVersion: creationTimestamp has whole
+/// seconds, so a batch made in the second the watch began (a bench's
+/// backlog, an import) would otherwise count as new and hold back the
+/// watch events behind it.
 struct KcpFeed<'a> {
     cache: &'a KcpCache,
     url: Arc<str>,
@@ -178,9 +182,13 @@ struct KcpFeed<'a> {
     /// began count as new. A clock skew between kcp and the agent only moves
     /// objects between the two priorities.
     began: k8s_openapi::jiff::Timestamp,
-    /// Listed objects created since `began`, until their list is done.
-    fresh: Vec<ObjectKey>,
+    /// Listed objects created since `began`, with their resourceVersions,
+    /// until their list is done.
+    fresh: Vec<(u64, ObjectKey)>,
 }
+
+/// Listed objects handed out as new, at most (see [`KcpFeed`]).
+const FRESH_MAX: usize = 32;
 
 impl<'a> KcpFeed<'a> {
     fn new(cache: &'a KcpCache, url: Arc<str>, queue: Arc<WorkQueue<ObjectKey>>) -> Self {
@@ -205,7 +213,9 @@ impl<'a> KcpFeed<'a> {
                 if self.created_since_began(&o)
                     && let Some(k) = crate::controller::store::key_of(&o)
                 {
-                    self.fresh.push(k);
+                    let rv = o.metadata.resource_version.as_deref();
+                    self.fresh
+                        .push((rv.and_then(|v| v.parse().ok()).unwrap_or(0), k));
                 }
                 cache.listed(url, o);
                 vec![]
@@ -213,7 +223,8 @@ impl<'a> KcpFeed<'a> {
             Change::ListDone => {
                 // In the cache first, then handed out.
                 let keys = cache.list_done(url);
-                for k in self.fresh.drain(..) {
+                self.fresh.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+                for (_, k) in self.fresh.drain(..).take(FRESH_MAX) {
                     self.queue.add(k);
                 }
                 keys
@@ -592,5 +603,37 @@ mod tests {
         assert_eq!(queue.get().await, Some(key("old-2")));
         assert_eq!(queue.get().await, Some(key("old-3")));
         assert!(feed.fresh.is_empty());
+    }
+
+    /// A batch made in the second the watch began (creationTimestamp has
+    /// whole seconds) counts as new only up to FRESH_MAX, the newest first:
+    /// the consumer's object made after the batch is among them, and the
+    /// rest of the batch waits behind watch events.
+    #[tokio::test]
+    async fn a_batch_made_as_the_watch_began_does_not_all_count_as_new() {
+        let cache = KcpCache::new();
+        let queue = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
+        let mut feed = KcpFeed::new(&cache, "https://shard".into(), queue.clone());
+        let now = feed.began.to_string();
+        let mut events = vec![Change::ListStart];
+        for i in 0..100 {
+            let mut o = crontab(&format!("batch-{i:03}"), &now);
+            o.metadata.resource_version = Some(format!("{}", 1000 + i));
+            events.push(Change::Listed(o));
+        }
+        let mut mine = crontab("mine", &now);
+        mine.metadata.resource_version = Some("5000".into());
+        events.push(Change::Listed(mine));
+        events.push(Change::ListDone);
+        for k in events.into_iter().flat_map(|ev| feed.on_change(ev)) {
+            queue.add_low(k);
+        }
+        // A watch event after the list.
+        queue.add(object_key("ws1", Some("default"), "watched"));
+        assert_eq!(queue.len_by_priority(), (FRESH_MAX + 1, 101 - FRESH_MAX));
+        let key = |n: &str| object_key("ws1", Some("default"), n);
+        assert_eq!(queue.get().await, Some(key("mine")));
+        // Then the newest of the batch.
+        assert_eq!(queue.get().await, Some(key("batch-099")));
     }
 }
