@@ -223,7 +223,8 @@ impl<'a> KcpFeed<'a> {
             Change::ListDone => {
                 // In the cache first, then handed out.
                 let keys = cache.list_done(url);
-                self.fresh.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+                self.fresh
+                    .sort_unstable_by_key(|(rv, _)| std::cmp::Reverse(*rv));
                 for (_, k) in self.fresh.drain(..).take(FRESH_MAX) {
                     self.queue.add(k);
                 }
