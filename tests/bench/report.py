@@ -178,10 +178,13 @@ def side_by_side(runs):
         return s
 
     def share(a, r):
+        # Against the ceiling of the agent's own run when it has one (the
+        # servers' pace differs between runs), else the one of the set.
+        own = ceiling_rate([r]) or ceiling
         p = a.get("p2")
-        if not p or not ceiling or a["agent"] == "ceiling":
+        if not p or not own or a["agent"] == "ceiling":
             return None
-        return f"{100 * p['objects_per_second'] / ceiling:.0f} %"
+        return f"{100 * p['objects_per_second'] / own:.0f} %"
 
     def ready(a, r):
         p = a.get("p2")

@@ -98,6 +98,18 @@ class ReportTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def test_each_run_is_compared_with_its_own_ceiling(self):
+        d = self.dir.name
+        for name, agent_rate, ceiling_rate in (("r1", 80.0, 100.0), ("r2", 80.0, 160.0)):
+            with open(os.path.join(d, "bench", f"{name}.json"), "w") as f:
+                json.dump(run_json([agent("syncweave", agent_rate, 1.0), agent("ceiling", ceiling_rate, 1.0)]), f)
+        with open(self.doc, "w") as f:
+            f.write("<!-- bench:begin side-by-side bench/r1.json bench/r2.json -->\n<!-- bench:end -->\n")
+        self.assertEqual(report.doc(self.doc, check=False), 0)
+        with open(self.doc) as f:
+            text = f.read()
+        self.assertIn("| P2 as a share of the ceiling | 80 % | 50 % | – | – |", text)
+
     def test_doc_is_generated_between_markers_and_then_checks_clean(self):
         self.assertEqual(report.doc(self.doc, check=True), 1, "stale before generating")
         self.assertEqual(report.doc(self.doc, check=False), 0)
