@@ -113,13 +113,19 @@ type Backlogs = Arc<Mutex<Vec<std::sync::Weak<WorkQueue<ObjectKey>>>>>;
 /// How long to wait before the next Event: [`BACKLOG_PACE`] while any
 /// queue in `backlogs` holds [`BACKLOG_KEYS`] or more keys, else none.
 fn pace(backlogs: &Backlogs) -> Option<std::time::Duration> {
-    let mut queues = backlogs.lock().unwrap_or_else(|e| e.into_inner());
-    queues.retain(|q| q.strong_count() > 0);
-    queues
-        .iter()
-        .filter_map(|q| q.upgrade())
-        .any(|q| q.len() >= BACKLOG_KEYS)
-        .then_some(BACKLOG_PACE)
+    let mut busy = false;
+    // One pass: forget the queues of syncs that stopped, look at the rest.
+    backlogs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|q| match q.upgrade() {
+            Some(q) => {
+                busy |= q.len() >= BACKLOG_KEYS;
+                true
+            }
+            None => false,
+        });
+    busy.then_some(BACKLOG_PACE)
 }
 
 /// Posts the agent's Events about consumers' objects (one recorder for every

@@ -31,6 +31,7 @@ use super::related::api_resource;
 use crate::apis::kcp::CLUSTER_ANNOTATION;
 use crate::apis::selector::Selector;
 use crate::controller::feed::watch_changes;
+use crate::controller::pack::resource_version;
 use crate::controller::queue::WorkQueue;
 use crate::controller::store::{Change, KcpCache, KeyParts, ObjectKey};
 
@@ -157,7 +158,7 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
         }
     };
     let api: Api<DynamicObject> = Api::all_with(client, &ctx.remote.ar);
-    let mut feed = KcpFeed::new(&ctx.cache, url, queue.clone());
+    let mut feed = KcpFeed::new(ctx.cache.clone(), url, queue.clone());
     watch_loop("kcp", api, watcher::Config::default(), queue, |ev| {
         feed.on_change(ev)
     })
@@ -174,8 +175,8 @@ async fn kcp_watch(ctx: Arc<SyncContext>, url: Arc<str>, queue: Arc<WorkQueue<Ob
 /// seconds, so a batch made in the second the watch began (a bench's
 /// backlog, an import) would otherwise count as new and hold back the
 /// watch events behind it.
-struct KcpFeed<'a> {
-    cache: &'a KcpCache,
+struct KcpFeed {
+    cache: Arc<KcpCache>,
     url: Arc<str>,
     queue: Arc<WorkQueue<ObjectKey>>,
     /// creationTimestamp has whole seconds: objects of the second the watch
@@ -190,8 +191,8 @@ struct KcpFeed<'a> {
 /// Listed objects handed out as new, at most (see [`KcpFeed`]).
 const FRESH_MAX: usize = 32;
 
-impl<'a> KcpFeed<'a> {
-    fn new(cache: &'a KcpCache, url: Arc<str>, queue: Arc<WorkQueue<ObjectKey>>) -> Self {
+impl KcpFeed {
+    fn new(cache: Arc<KcpCache>, url: Arc<str>, queue: Arc<WorkQueue<ObjectKey>>) -> Self {
         KcpFeed {
             cache,
             url,
@@ -202,7 +203,7 @@ impl<'a> KcpFeed<'a> {
     }
 
     fn on_change(&mut self, ev: Change<DynamicObject>) -> Vec<ObjectKey> {
-        let (cache, url) = (self.cache, &self.url);
+        let (cache, url) = (&self.cache, &self.url);
         match ev {
             Change::ListStart => {
                 self.fresh.clear();
@@ -213,9 +214,7 @@ impl<'a> KcpFeed<'a> {
                 if self.created_since_began(&o)
                     && let Some(k) = crate::controller::store::key_of(&o)
                 {
-                    let rv = o.metadata.resource_version.as_deref();
-                    self.fresh
-                        .push((rv.and_then(|v| v.parse().ok()).unwrap_or(0), k));
+                    self.fresh.push((resource_version(&o).unwrap_or(0), k));
                 }
                 cache.listed(url, o);
                 vec![]
@@ -569,16 +568,23 @@ mod tests {
         .unwrap()
     }
 
+    /// A shard's feed over a fresh cache and queue, and `began` as a
+    /// creationTimestamp.
+    fn feed() -> (Arc<KcpCache>, Arc<WorkQueue<ObjectKey>>, KcpFeed, String) {
+        let cache = KcpCache::new();
+        let queue = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
+        let feed = KcpFeed::new(cache.clone(), "https://shard".into(), queue.clone());
+        let now = feed.began.to_string();
+        (cache, queue, feed, now)
+    }
+
     /// A restart's list: the backlog made before the agent started, and
     /// one object a consumer created while the list ran. That one is
     /// reconciled first, though the list hands out keys sorted; the backlog
     /// follows.
     #[tokio::test]
     async fn an_object_created_during_the_initial_list_goes_ahead_of_the_backlog() {
-        let cache = KcpCache::new();
-        let queue = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
-        let mut feed = KcpFeed::new(&cache, "https://shard".into(), queue.clone());
-        let now = feed.began.to_string();
+        let (cache, queue, mut feed, now) = feed();
         let keys: Vec<ObjectKey> = [
             Change::ListStart,
             Change::Listed(crontab("old-1", "2026-01-01T00:00:00Z")),
@@ -612,10 +618,7 @@ mod tests {
     /// rest of the batch waits behind watch events.
     #[tokio::test]
     async fn a_batch_made_as_the_watch_began_does_not_all_count_as_new() {
-        let cache = KcpCache::new();
-        let queue = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(2));
-        let mut feed = KcpFeed::new(&cache, "https://shard".into(), queue.clone());
-        let now = feed.began.to_string();
+        let (_cache, queue, mut feed, now) = feed();
         let mut events = vec![Change::ListStart];
         for i in 0..100 {
             let mut o = crontab(&format!("batch-{i:03}"), &now);
