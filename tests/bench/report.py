@@ -45,17 +45,19 @@ from collections import Counter, defaultdict
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_DOC = os.path.join(REPO, "docs", "performance.md")
 
-AGENT_ORDER = ["upstream", "upstream-unthrottled", "syncweave", "ceiling"]
+AGENT_ORDER = ["upstream", "upstream-unthrottled", "syncweave", "syncweave-fifo", "ceiling"]
 AGENT_TITLE = {
     "upstream": "upstream v0.7.0",
     "upstream-unthrottled": "upstream, unthrottled",
     "syncweave": "syncweave",
+    "syncweave-fifo": "syncweave, queue priority off",
     "ceiling": "ceiling (plain client)",
 }
 COLORS = {
     "upstream": "#d62728",
     "upstream-unthrottled": "#ff7f0e",
     "syncweave": "#1f77b4",
+    "syncweave-fifo": "#9467bd",
     "ceiling": "#2ca02c",
 }
 

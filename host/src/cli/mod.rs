@@ -223,6 +223,14 @@ pub struct SyncArgs {
     #[arg(long, value_name = "N", default_value_t = crate::sync::controller::DEFAULT_WORKERS, value_parser = parse_workers)]
     pub sync_workers: usize,
 
+    /// (syncweave, for measurement) `false` queues every object in arrival
+    /// order, without the priority of watch events over the initial list,
+    /// resyncs and retries. Hidden: it exists so that the bench can measure
+    /// what the priority costs (docs/performance.md); nobody needs it to run.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, hide = true,
+          default_value = "true", default_missing_value = "true", value_parser = parse_go_bool)]
+    pub sync_priority: bool,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -325,6 +333,7 @@ pub struct SyncOptions {
     pub sync_target: Option<String>,
     pub resync_period: std::time::Duration,
     pub sync_workers: usize,
+    pub sync_priority: bool,
     pub common: CommonArgs,
 }
 
@@ -408,6 +417,7 @@ impl SyncArgs {
             sync_target: self.sync_target.filter(|s| !s.is_empty()),
             resync_period: self.resync_period,
             sync_workers: self.sync_workers,
+            sync_priority: self.sync_priority,
             common: self.common,
         })
     }
@@ -508,6 +518,9 @@ mod tests {
         );
         assert!(sync(&["--log-debug=1"]).common.log_debug);
         assert!(parse(&["sync", "--log-debug=maybe"]).is_err());
+        // The queue's priority is on unless turned off (a bench switch).
+        assert!(sync(&[]).sync_priority);
+        assert!(!sync(&["--sync-priority=false"]).sync_priority);
     }
 
     #[test]

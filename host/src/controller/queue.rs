@@ -83,6 +83,9 @@ struct Inner<K> {
     /// The timer task runs (started on the first delayed add).
     driver: bool,
     shut_down: bool,
+    /// Every key at [`Priority::Low`]: one line in arrival order
+    /// ([`WorkQueue::one_lane`]).
+    one_lane: bool,
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
@@ -102,11 +105,19 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
                 timers: DelayQueue::new(),
                 driver: false,
                 shut_down: false,
+                one_lane: false,
             }),
             notify: Notify::new(),
             base_delay,
             max_delay,
         })
+    }
+
+    /// From now on, queue every key in one line in arrival order, whatever
+    /// its priority: the queue as it was before priorities, kept so that
+    /// what the priority costs can be measured (`--sync-priority=false`).
+    pub fn one_lane(&self) {
+        self.lock().one_lane = true;
     }
 
     /// Queue `key` at [`Priority::High`]: a watch event.
@@ -317,6 +328,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
 impl<K: Clone + Eq + Hash> Inner<K> {
     /// Put `key` in line at `priority`; `true` when it was not queued yet.
     fn enqueue(&mut self, key: K, priority: Priority) -> bool {
+        let priority = if self.one_lane {
+            Priority::Low
+        } else {
+            priority
+        };
         let seq = self.next_seq;
         match self.queued.get(&key) {
             Some((p, _)) if *p >= priority => return false,
@@ -559,6 +575,21 @@ mod tests {
         q.add_low("x");
         q.add_low("y");
         assert_eq!(drain(&q), ["x", "y"]);
+    }
+
+    /// With one lane (`--sync-priority=false`) keys go in arrival order,
+    /// whatever their priority.
+    #[tokio::test]
+    async fn one_lane_keeps_arrival_order() {
+        let q = WorkQueue::new(Duration::from_millis(1), Duration::from_millis(10));
+        q.one_lane();
+        for k in ["l1", "l2", "l3"] {
+            q.add_low(k);
+        }
+        q.add("new");
+        q.add("l3");
+        assert_eq!(q.len_by_priority(), (0, 4));
+        assert_eq!(drain(&q), ["l1", "l2", "l3", "new"]);
     }
 
     /// Under a steady flood of events the backlog still moves: the oldest

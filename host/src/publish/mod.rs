@@ -83,6 +83,8 @@ pub struct PublishConfig {
     /// Objects of one PublishedResource reconciled at a time
     /// (`--sync-workers`).
     pub workers: usize,
+    /// Watch events ahead of the initial list (`--sync-priority`, hidden).
+    pub priority: bool,
 }
 
 /// What the publisher reconciles.

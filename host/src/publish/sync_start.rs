@@ -227,6 +227,7 @@ impl Publisher {
             recorder: self.kcp_events.clone(),
             resync: self.cfg.resync,
             workers: self.cfg.workers,
+            priority: self.cfg.priority,
             in_sync: Default::default(),
         };
         let ctx = Arc::new(ctx);

@@ -147,6 +147,7 @@ pub async fn run_sync(opts: SyncOptions) -> anyhow::Result<()> {
             disabled: opts.disabled_controllers.clone(),
             resync: opts.resync_period,
             workers: opts.sync_workers,
+            priority: opts.sync_priority,
         },
         kcp,
         service,

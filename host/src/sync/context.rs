@@ -110,6 +110,9 @@ pub struct SyncContext {
     pub resync: Duration,
     /// Objects reconciled at a time (`--sync-workers`).
     pub workers: usize,
+    /// Watch events go ahead of the initial list and resyncs
+    /// (`--sync-priority`; off only to measure what it costs).
+    pub priority: bool,
     /// Per key, the (kcp, copy) resourceVersions a reconcile left in sync:
     /// a check that finds both unchanged has nothing to do (no plugin call,
     /// no request). Only where every input is watched (no related

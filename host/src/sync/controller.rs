@@ -46,6 +46,9 @@ const INITIAL_SYNC_WAIT: Duration = Duration::from_secs(30);
 pub async fn run(ctx: Arc<SyncContext>, cancel: CancellationToken) {
     let queue: Arc<WorkQueue<ObjectKey>> =
         WorkQueue::new(Duration::from_millis(100), Duration::from_secs(30));
+    if !ctx.priority {
+        queue.one_lane();
+    }
     ctx.recorder.give_way_to(&queue);
     info!(published_resource = %ctx.published_resource, "starting sync controller");
     let mut controller = Controller::new(ctx.clone(), queue, cancel)

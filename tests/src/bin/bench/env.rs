@@ -115,6 +115,9 @@ fn agent_args(agent: &str, kcp_kc: &Path, svc_kc: &Path) -> Vec<String> {
     ] {
         a.push(s.into());
     }
+    if agent == "syncweave-fifo" {
+        a.push("--sync-priority=false".into());
+    }
     if std::env::var_os("BENCH_AGENT_DEBUG").is_some() {
         a.push("--log-debug".into());
     }

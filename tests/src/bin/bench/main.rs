@@ -52,7 +52,9 @@ sizes and rates:
 agents:
   --agents LIST            in order, any of: upstream (v0.7.0 as shipped),
                            upstream-unthrottled (v0.7.0, client-side throttling off),
-                           syncweave, ceiling (a plain client making the same writes)
+                           syncweave, ceiling (a plain client making the same writes),
+                           syncweave-fifo (syncweave with its queue's priority off,
+                           --sync-priority=false; only when named)
                            (default upstream,upstream-unthrottled,syncweave,ceiling)
   --ceiling-concurrency N  objects the ceiling client syncs at a time (default 16)
   --ceiling-writes LIST    its writes per object, in order (default finalizer,copy,state;
@@ -90,6 +92,11 @@ env: SYNCWEAVE_BIN (default target/release/syncweave), UPSTREAM_SYNCAGENT_BIN (d
 pub const PLUGIN_MODES: &[&str] = &["none", "wasm", "wasm-reads"];
 
 pub const AGENTS: &[&str] = &["upstream", "upstream-unthrottled", "syncweave", "ceiling"];
+
+/// Agents run only when named in `--agents`: syncweave with its queue's
+/// priority off (`--sync-priority=false`), to measure what the priority
+/// costs the initial sync.
+pub const VARIANTS: &[&str] = &["syncweave-fifo"];
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Opts {
@@ -214,10 +221,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
             "--agents" => {
                 o.agents = v.split(',').map(|s| s.trim().to_string()).collect();
                 for a in &o.agents {
-                    if !AGENTS.contains(&a.as_str()) {
+                    if !AGENTS.contains(&a.as_str()) && !VARIANTS.contains(&a.as_str()) {
                         bail!(
-                            "--agents: unknown agent {a:?} (any of {})",
-                            AGENTS.join(", ")
+                            "--agents: unknown agent {a:?} (any of {}, {})",
+                            AGENTS.join(", "),
+                            VARIANTS.join(", ")
                         );
                     }
                 }
@@ -242,7 +250,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Opts> {
             "--plugin and --startup: the start-up bench has PublishedResources of its own"
         );
         anyhow::ensure!(
-            o.agents.iter().all(|a| a == "syncweave" || a == "ceiling"),
+            o.agents
+                .iter()
+                .all(|a| a.starts_with("syncweave") || a == "ceiling"),
             "--plugin {}: only syncweave runs Wasm plugins; use --agents syncweave (and ceiling)",
             o.plugin
         );
@@ -704,6 +714,18 @@ fn print_summary(results: &[Figures], opts: &Opts) {
             .find(|f| f.agent == a && f.error.is_none() && f.p2.is_some())
     };
     let Some(sw) = get("syncweave") else { return };
+    if let Some(fifo) = get("syncweave-fifo") {
+        let (p, f) = (sw.p2.as_ref().unwrap(), fifo.p2.as_ref().unwrap());
+        let change = p.objects_per_second / f.objects_per_second - 1.0;
+        println!();
+        println!(
+            "P2 with the priority {:.1} objects/s, without {:.1}: {:+.1} %  [no more than 5 % lower]  {}",
+            p.objects_per_second,
+            f.objects_per_second,
+            100.0 * change,
+            if change >= -0.05 { "met" } else { "MISSED" }
+        );
+    }
     for base in ["upstream", "upstream-unthrottled"] {
         let Some(up) = get(base) else { continue };
         println!();
@@ -807,6 +829,9 @@ mod tests {
             o.agents,
             vec!["upstream", "upstream-unthrottled", "syncweave", "ceiling"]
         );
+        // The priority-off variant runs only when named.
+        let o = parse(&["--agents", "syncweave,syncweave-fifo,ceiling"]);
+        assert_eq!(o.agents, vec!["syncweave", "syncweave-fifo", "ceiling"]);
     }
 
     #[test]

@@ -835,6 +835,7 @@ fn start_profile(
 pub fn describe(agent: &str) -> &'static str {
     match agent {
         "syncweave" => "syncweave at its defaults",
+        "syncweave-fifo" => "syncweave, one queue in arrival order (--sync-priority=false)",
         "upstream" => "upstream api-syncagent v0.7.0 as shipped",
         "upstream-unthrottled" => "upstream v0.7.0, client-side throttling off",
         "ceiling" => "plain client (the physical limit)",
