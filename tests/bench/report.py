@@ -179,6 +179,21 @@ def side_by_side(runs):
             s = f"≥ {s}: incomplete at the timeout"
         return s
 
+    def every_copy(a, r):
+        # Copies made while P2 ran, the new objects' (P1 under load)
+        # included: an agent that puts them first syncs them inside P2's
+        # time. Older runs have only the proxy's top kinds to read it from.
+        p = a.get("p2")
+        if not p or not p.get("complete"):
+            return None
+        n = p.get("copies_created")
+        if n is None:
+            m = re.search(r"create crontabs\.example\.com ×(\d+)", p.get("requests_service_top") or "")
+            n = m and int(m.group(1))
+        if not n:
+            return None
+        return f"{n / p['seconds']:.1f} ({n} in {p['seconds']:.0f} s)"
+
     def share(a, r):
         # Against the ceiling of the agent's own run when it has one (the
         # servers' pace differs between runs), else the one of the set.
@@ -238,6 +253,7 @@ def side_by_side(runs):
         ),
         row(f"P2 initial sync, objects/s ({o.get('objects')} objects)", p2),
         row("P2 as a share of the ceiling", share),
+        row("every copy made while P2 ran, objects/s (the backlog and the new objects)", every_copy),
         row("start to Ready, with the backlog", ready),
         row("P3 peak RSS (VmHWM) after P2", lambda a, r: mib((a.get("p3") or {}).get("hwm_kb"))),
         row("RSS idle → settled: per cached object", mem),

@@ -725,6 +725,17 @@ fn print_summary(results: &[Figures], opts: &Opts) {
             100.0 * change,
             if change >= -0.05 { "met" } else { "MISSED" }
         );
+        // With the priority the objects created meanwhile are synced inside
+        // P2's time; without it mostly after. Every copy made while P2 ran:
+        let all = |p: &run::InitialSync| p.copies_created as f64 / p.seconds.max(0.001);
+        println!(
+            "  every copy made while P2 ran (with the new objects): {:.1} objects/s ({}), without the priority {:.1} ({}): {:+.1} %",
+            all(p),
+            p.copies_created,
+            all(f),
+            f.copies_created,
+            100.0 * (all(p) / all(f) - 1.0)
+        );
     }
     for base in ["upstream", "upstream-unthrottled"] {
         let Some(up) = get(base) else { continue };

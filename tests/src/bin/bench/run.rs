@@ -105,6 +105,10 @@ pub struct InitialSync {
     pub writes_service: u64,
     pub requests_kcp_top: String,
     pub requests_service_top: String,
+    /// Copies created on the service cluster while P2 ran: the backlog's and
+    /// those of objects created meanwhile (P1 under load), which an agent
+    /// with a priority queue syncs before the backlog ends.
+    pub copies_created: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -664,6 +668,11 @@ async fn wait_initial_sync(
         writes_service: ds.writes(),
         requests_kcp_top: dk.top(6),
         requests_service_top: ds.top(6),
+        copies_created: ds
+            .by_kind
+            .get("create crontabs.example.com")
+            .copied()
+            .unwrap_or(0),
     })
 }
 
